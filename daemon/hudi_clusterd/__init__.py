@@ -1,0 +1,5 @@
+"""hudi-clusterd: an asynchronous clustering daemon for Apache Hudi copy-on-write tables (table version 6)."""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

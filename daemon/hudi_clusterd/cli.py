@@ -1,0 +1,87 @@
+"""Command-line entry point: ``hudi-clusterd <command> ...`` (also ``python -m hudi_clusterd``).
+
+Each sub-command lives in its own module under ``hudi_clusterd.commands`` and exposes ``register(subparsers)``.
+Errors of the daemon's own hierarchy are printed as one line (``error: ...``) with exit code 1, never as a
+traceback; ``--debug`` shows the traceback as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from hudi_clusterd import __version__
+from hudi_clusterd.errors import ClusterdError, ConfigError
+
+# Sub-command modules, in the order ``--help`` lists them.
+COMMANDS = (
+    "status",
+    "ingest",
+    "schedule",
+    "plans",
+    "execute",
+    "cluster",
+    "rollback",
+    "layout",
+    "run",
+    "demo",
+)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_CONFIG = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hudi-clusterd",
+        description="Asynchronous clustering for Apache Hudi copy-on-write tables (table version 6), on Spark.",
+    )
+    parser.add_argument("--version", action="version", version=f"hudi-clusterd {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"hudi_clusterd.commands.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"hudi_clusterd.commands.{name}":
+                continue  # a command not built into this version
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_FAILURE
+    try:
+        code: int = args.func(args)
+        return code
+    except ConfigError as e:
+        if args.debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    except ClusterdError as e:
+        if args.debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader went away (e.g. ``| head``); stop writing quietly
+        devnull = open(os.devnull, "w")  # noqa: SIM115 - stays open until exit
+        os.dup2(devnull.fileno(), sys.stdout.fileno())
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

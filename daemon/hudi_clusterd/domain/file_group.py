@@ -1,0 +1,109 @@
+"""Base files, file slices and file groups of a copy-on-write table.
+
+A file group is identified by ``(partition_path, file_id)`` and nothing else. Each write that touches a group
+adds a file slice: a complete base file ``<fileId>_<writeToken>_<instantTime>.parquet``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+FileGroupId = tuple[str, str]
+"""(partition path, file id)."""
+
+BASE_FILE_EXTENSION = ".parquet"
+_WRITE_TOKEN_RE = re.compile(r"^\d+-\d+-\d+$")
+_INSTANT_RE = re.compile(r"^\d{14}(\d{3})?$")
+
+
+@dataclass(frozen=True, slots=True)
+class BaseFile:
+    """One base (parquet) file of a file slice."""
+
+    partition_path: str
+    file_name: str
+    file_id: str
+    write_token: str
+    instant_time: str
+    size: int
+
+    @classmethod
+    def parse(cls, partition_path: str, file_name: str, size: int) -> BaseFile | None:
+        """Parse a base file name; None for anything else in a partition folder (partition metadata, logs, junk)."""
+        if not file_name.endswith(BASE_FILE_EXTENSION) or file_name.startswith("."):
+            return None
+        stem = file_name[: -len(BASE_FILE_EXTENSION)]
+        parts = stem.split("_")
+        if len(parts) != 3:
+            return None
+        file_id, token, instant = parts
+        if not file_id or not _INSTANT_RE.match(instant):
+            return None
+        return cls(partition_path, file_name, file_id, token, instant, size)
+
+    @property
+    def group_id(self) -> FileGroupId:
+        return (self.partition_path, self.file_id)
+
+    @property
+    def relative_path(self) -> str:
+        """Path relative to the table's base path, as write stats record it."""
+        return join_partition(self.partition_path, self.file_name)
+
+
+def base_file_name(file_id: str, write_token: str, instant_time: str) -> str:
+    """``<fileId>_<writeToken>_<instantTime>.parquet``."""
+    return f"{file_id}_{write_token}_{instant_time}{BASE_FILE_EXTENSION}"
+
+
+def write_token(task_partition_id: int, stage_id: int, task_attempt_id: int) -> str:
+    """Hudi's write token ``<taskPartitionId>-<stageId>-<taskAttemptId>``: distinct across task retries."""
+    return f"{task_partition_id}-{stage_id}-{task_attempt_id}"
+
+
+def join_partition(partition_path: str, name: str) -> str:
+    return f"{partition_path}/{name}" if partition_path else name
+
+
+@dataclass(frozen=True, slots=True)
+class FileSlice:
+    """The state of a file group as of one base instant."""
+
+    base_file: BaseFile
+
+    @property
+    def partition_path(self) -> str:
+        return self.base_file.partition_path
+
+    @property
+    def file_id(self) -> str:
+        return self.base_file.file_id
+
+    @property
+    def base_instant(self) -> str:
+        return self.base_file.instant_time
+
+    @property
+    def group_id(self) -> FileGroupId:
+        return self.base_file.group_id
+
+    @property
+    def size(self) -> int:
+        return self.base_file.size
+
+
+@dataclass(frozen=True, slots=True)
+class FileGroup:
+    """All slices of one file group, newest base instant first."""
+
+    partition_path: str
+    file_id: str
+    slices: tuple[FileSlice, ...]
+
+    @property
+    def group_id(self) -> FileGroupId:
+        return (self.partition_path, self.file_id)
+
+    def latest_slice(self) -> FileSlice | None:
+        return self.slices[0] if self.slices else None

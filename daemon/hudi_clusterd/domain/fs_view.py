@@ -1,0 +1,143 @@
+"""The file-system view: which base files make up a snapshot, as Hudi's readers resolve it.
+
+Built from a storage listing plus the timeline:
+1. base files are grouped into file groups by ``(partition path, file id)``;
+2. a slice is visible only if its base instant is committed (completed, or older than the active timeline);
+3. file groups replaced by a completed replacecommit are dropped (as of the query time);
+4. file groups claimed by a pending clustering plan, or by pending compaction, are tracked so the planner
+   leaves them alone. They stay visible to readers until the replacecommit completes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from hudi_clusterd.domain.file_group import BaseFile, FileGroup, FileGroupId, FileSlice
+from hudi_clusterd.domain.timeline import CommitIndex, Timeline
+from hudi_clusterd.errors import TimelineError
+
+
+@dataclass(frozen=True, slots=True)
+class ReplacedGroups:
+    """File groups replaced by completed replacecommits: group → the (latest) replacing instant time."""
+
+    by_group: Mapping[FileGroupId, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_instants(cls, replaced: Iterable[tuple[str, Mapping[str, Iterable[str]]]]) -> ReplacedGroups:
+        """From ``(instant time, partitionToReplaceFileIds)`` pairs of completed replacecommits."""
+        out: dict[FileGroupId, str] = {}
+        for time, by_partition in sorted(replaced, key=lambda item: item[0]):
+            for partition, file_ids in by_partition.items():
+                for file_id in file_ids:
+                    out[(partition, file_id)] = time  # the later instant wins
+        return cls(out)
+
+    def replaced_on_or_before(self, group: FileGroupId, as_of: str | None) -> bool:
+        time = self.by_group.get(group)
+        return time is not None and (as_of is None or time <= as_of)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingClustering:
+    """File groups in pending clustering plans: group → plan instant time. A group may be in one plan only."""
+
+    by_group: Mapping[FileGroupId, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_plans(cls, plans: Iterable[tuple[str, Iterable[FileGroupId]]]) -> PendingClustering:
+        out: dict[FileGroupId, str] = {}
+        for time, groups in plans:
+            for group in groups:
+                other = out.get(group)
+                if other is not None and other != time:
+                    raise TimelineError(
+                        f"file group {group[1]!r} in partition {group[0]!r} is in two pending clustering plans "
+                        f"({other} and {time}); the timeline is corrupt, roll one of them back"
+                    )
+                out[group] = time
+        return cls(out)
+
+    def instant_for(self, group: FileGroupId) -> str | None:
+        return self.by_group.get(group)
+
+
+class FileSystemView:
+    """Resolves file groups and their visible slices; immutable once built."""
+
+    def __init__(
+        self,
+        timeline: Timeline,
+        base_files: Iterable[BaseFile],
+        replaced: ReplacedGroups | None = None,
+        pending_clustering: PendingClustering | None = None,
+        pending_compaction: frozenset[FileGroupId] = frozenset(),
+        partitions: Iterable[str] = (),
+    ) -> None:
+        self.timeline = timeline
+        self.replaced = replaced or ReplacedGroups()
+        self.pending_clustering = pending_clustering or PendingClustering()
+        self.pending_compaction = pending_compaction
+        grouped: dict[FileGroupId, list[BaseFile]] = defaultdict(list)
+        known_partitions = set(partitions)
+        for bf in base_files:
+            grouped[bf.group_id].append(bf)
+            known_partitions.add(bf.partition_path)
+        self._partitions = sorted(known_partitions)
+        self._latest_index: CommitIndex | None = None
+        self._groups: dict[FileGroupId, FileGroup] = {}
+        for gid, files in grouped.items():
+            slices = tuple(FileSlice(bf) for bf in sorted(files, key=lambda f: f.instant_time, reverse=True))
+            self._groups[gid] = FileGroup(gid[0], gid[1], slices)
+
+    def partitions(self) -> list[str]:
+        """Every partition that has a base file or was listed as a partition folder."""
+        return list(self._partitions)
+
+    def file_groups(self, partition: str | None = None) -> list[FileGroup]:
+        """All file groups (replaced ones included), in a stable order."""
+        groups = (g for g in self._groups.values() if partition is None or g.partition_path == partition)
+        return sorted(groups, key=lambda g: g.group_id)
+
+    def file_group(self, group: FileGroupId) -> FileGroup | None:
+        return self._groups.get(group)
+
+    def _commit_index(self, as_of: str | None) -> CommitIndex:
+        if as_of is None:
+            if self._latest_index is None:
+                self._latest_index = CommitIndex.of(self.timeline)
+            return self._latest_index
+        return CommitIndex.of(self.timeline.up_to(as_of))
+
+    def latest_file_slices(self, partition: str | None = None, as_of: str | None = None) -> list[FileSlice]:
+        """The newest committed slice of every live (not replaced) file group, optionally as of an instant."""
+        index = self._commit_index(as_of)
+        out: list[FileSlice] = []
+        for group in self.file_groups(partition):
+            if self.replaced.replaced_on_or_before(group.group_id, as_of):
+                continue
+            for sl in group.slices:
+                if as_of is not None and sl.base_instant > as_of:
+                    continue
+                if index.is_committed(sl.base_instant):
+                    out.append(sl)
+                    break
+        return out
+
+    def latest_base_files(self, partition: str | None = None, as_of: str | None = None) -> list[BaseFile]:
+        return [sl.base_file for sl in self.latest_file_slices(partition, as_of)]
+
+    def is_pending_clustering(self, group: FileGroupId) -> bool:
+        return self.pending_clustering.instant_for(group) is not None
+
+    def is_pending_compaction(self, group: FileGroupId) -> bool:
+        return group in self.pending_compaction
+
+    def uncommitted_files(self) -> list[BaseFile]:
+        """Base files of pending, failed or unknown instants (what a rollback or a cleaner must remove)."""
+        index = self._commit_index(None)
+        return [
+            sl.base_file for g in self._groups.values() for sl in g.slices if not index.is_committed(sl.base_instant)
+        ]

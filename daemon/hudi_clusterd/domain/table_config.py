@@ -1,0 +1,234 @@
+"""``hoodie.properties``: a typed, read-mostly view of what the table says about itself.
+
+The raw key/value map is kept so that keys we do not model survive a rewrite unchanged.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from hudi_clusterd.errors import TableError, UnsupportedTableError
+
+SUPPORTED_TABLE_VERSION = 6
+SUPPORTED_LAYOUT_VERSION = 1
+
+NAME = "hoodie.table.name"
+DATABASE = "hoodie.database.name"
+TYPE = "hoodie.table.type"
+VERSION = "hoodie.table.version"
+LAYOUT_VERSION = "hoodie.timeline.layout.version"
+ARCHIVE_FOLDER = "hoodie.archivelog.folder"
+RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
+PARTITION_FIELDS = "hoodie.table.partition.fields"
+PRECOMBINE_FIELD = "hoodie.table.precombine.field"
+KEYGEN_CLASS = "hoodie.table.keygenerator.class"
+BASE_FILE_FORMAT = "hoodie.table.base.file.format"
+POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
+CREATE_SCHEMA = "hoodie.table.create.schema"
+METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
+METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
+HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
+URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
+DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
+CHECKSUM = "hoodie.table.checksum"
+
+SIMPLE_KEYGEN = "org.apache.hudi.keygen.SimpleKeyGenerator"
+COMPLEX_KEYGEN = "org.apache.hudi.keygen.ComplexKeyGenerator"
+NONPARTITIONED_KEYGEN = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+TIMESTAMP_KEYGEN = "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
+CUSTOM_KEYGEN = "org.apache.hudi.keygen.CustomKeyGenerator"
+
+
+class TableType(str, Enum):
+    COPY_ON_WRITE = "COPY_ON_WRITE"
+    MERGE_ON_READ = "MERGE_ON_READ"
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(p.strip() for p in (value or "").split(",") if p.strip())
+
+
+def _bool(value: str | None, default: bool) -> bool:
+    if value is None or value.strip() == "":
+        return default
+    return value.strip().lower() == "true"
+
+
+def table_checksum(database: str, table_name: str) -> int:
+    """Hudi's ``hoodie.table.checksum``: CRC32 of ``<database>.<table>`` (database "" when unset)."""
+    return zlib.crc32(f"{database}.{table_name}".encode())
+
+
+@dataclass(frozen=True, slots=True)
+class TableConfig:
+    """What ``hoodie.properties`` says; ``raw`` holds every key as read."""
+
+    raw: Mapping[str, str] = field(default_factory=dict)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.raw.get(key, default)
+
+    @property
+    def name(self) -> str:
+        return self.raw.get(NAME, "")
+
+    @property
+    def database(self) -> str:
+        return self.raw.get(DATABASE, "")
+
+    @property
+    def table_type(self) -> str:
+        return self.raw.get(TYPE, TableType.COPY_ON_WRITE.value).upper()
+
+    @property
+    def version(self) -> int | None:
+        v = self.raw.get(VERSION)
+        return int(v) if v and v.strip().isdigit() else None
+
+    @property
+    def layout_version(self) -> int | None:
+        v = self.raw.get(LAYOUT_VERSION)
+        return int(v) if v and v.strip().isdigit() else None
+
+    @property
+    def record_key_fields(self) -> tuple[str, ...]:
+        return _split(self.raw.get(RECORD_KEY_FIELDS))
+
+    @property
+    def partition_fields(self) -> tuple[str, ...]:
+        """Partition fields; empty for a non-partitioned table (also when the key generator says so)."""
+        if self.key_generator == NONPARTITIONED_KEYGEN:
+            return ()
+        # CustomKeyGenerator writes "field:type"; the field name is what matters here.
+        return tuple(f.split(":", 1)[0] for f in _split(self.raw.get(PARTITION_FIELDS)))
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_fields)
+
+    @property
+    def precombine_field(self) -> str | None:
+        v = (self.raw.get(PRECOMBINE_FIELD) or "").strip()
+        return v or None
+
+    @property
+    def key_generator(self) -> str:
+        return self.raw.get(KEYGEN_CLASS, "").strip()
+
+    @property
+    def hive_style_partitioning(self) -> bool:
+        return _bool(self.raw.get(HIVE_STYLE), False)
+
+    @property
+    def url_encode_partitioning(self) -> bool:
+        return _bool(self.raw.get(URL_ENCODE), False)
+
+    @property
+    def populate_meta_fields(self) -> bool:
+        return _bool(self.raw.get(POPULATE_META_FIELDS), True)
+
+    @property
+    def base_file_format(self) -> str:
+        return self.raw.get(BASE_FILE_FORMAT, "PARQUET").upper()
+
+    @property
+    def metadata_partitions(self) -> tuple[str, ...]:
+        return _split(self.raw.get(METADATA_PARTITIONS)) + _split(self.raw.get(METADATA_PARTITIONS_INFLIGHT))
+
+    @property
+    def timeline_timezone_utc(self) -> bool:
+        return self.raw.get(TIMELINE_TIMEZONE, "LOCAL").strip().upper() == "UTC"
+
+    @property
+    def create_schema(self) -> str | None:
+        return self.raw.get(CREATE_SCHEMA)
+
+    def check_readable(self, source: str) -> None:
+        """Refuse tables this daemon does not understand, naming the file and the offending key."""
+        version = self.raw.get(VERSION)
+        if version is None:
+            raise TableError(f"{source}: missing {VERSION}")
+        if self.version != SUPPORTED_TABLE_VERSION:
+            raise UnsupportedTableError(
+                f"{source}: {VERSION}={version} is not supported; hudi-clusterd reads and writes table version "
+                f"{SUPPORTED_TABLE_VERSION} only (Hudi 0.14/0.15)"
+            )
+        if self.layout_version != SUPPORTED_LAYOUT_VERSION:
+            raise UnsupportedTableError(
+                f"{source}: {LAYOUT_VERSION}={self.raw.get(LAYOUT_VERSION)!r} is not supported; table version 6 "
+                f"uses timeline layout {SUPPORTED_LAYOUT_VERSION}"
+            )
+        if self.table_type != TableType.COPY_ON_WRITE.value:
+            raise UnsupportedTableError(
+                f"{source}: {TYPE}={self.table_type} is not supported; only COPY_ON_WRITE tables are handled"
+            )
+        if self.base_file_format != "PARQUET":
+            raise UnsupportedTableError(f"{source}: {BASE_FILE_FORMAT}={self.base_file_format}: only PARQUET")
+
+    def check_writable(self, source: str) -> None:
+        """Refuse writes our commits would leave inconsistent (the metadata table is not maintained by us)."""
+        self.check_readable(source)
+        if self.metadata_partitions:
+            raise UnsupportedTableError(
+                f"{source}: the table has a metadata table ({METADATA_PARTITIONS}="
+                f"{','.join(self.metadata_partitions)}); hudi-clusterd does not update it, so its commits would "
+                "make writers that use it miss files. Disable it first: run one write from Hudi with "
+                "hoodie.metadata.enable=false (Hudi then deletes .hoodie/metadata and clears this key), and keep "
+                "hoodie.metadata.enable=false on every writer"
+            )
+        if self.raw.get(DROP_PARTITION_COLUMNS, "false").strip().lower() == "true":
+            raise UnsupportedTableError(f"{source}: {DROP_PARTITION_COLUMNS}=true is not supported")
+
+    @classmethod
+    def for_new_table(
+        cls,
+        *,
+        name: str,
+        record_key_fields: Sequence[str],
+        partition_fields: Sequence[str] = (),
+        precombine_field: str | None = None,
+        hive_style: bool = False,
+        url_encode: bool = False,
+        database: str = "default",
+        create_schema: str | None = None,
+        key_generator: str | None = None,
+        timeline_timezone: str | None = None,
+    ) -> TableConfig:
+        """The keys Hudi writes for a new copy-on-write table, with the checksum computed as Hudi does."""
+        if not name:
+            raise TableError("a table name is required to create a table")
+        if not record_key_fields:
+            raise TableError("at least one record key field is required to create a table")
+        if key_generator is None:
+            if not partition_fields:
+                key_generator = NONPARTITIONED_KEYGEN
+            elif len(record_key_fields) == 1 and len(partition_fields) == 1:
+                key_generator = SIMPLE_KEYGEN
+            else:
+                key_generator = COMPLEX_KEYGEN
+        raw: dict[str, str] = {}
+        if precombine_field:
+            raw[PRECOMBINE_FIELD] = precombine_field
+        raw[DROP_PARTITION_COLUMNS] = "false"
+        if partition_fields:
+            raw[PARTITION_FIELDS] = ",".join(partition_fields)
+        raw[TYPE] = TableType.COPY_ON_WRITE.value
+        raw[ARCHIVE_FOLDER] = "archived"
+        raw[LAYOUT_VERSION] = str(SUPPORTED_LAYOUT_VERSION)
+        raw[VERSION] = str(SUPPORTED_TABLE_VERSION)
+        raw[RECORD_KEY_FIELDS] = ",".join(record_key_fields)
+        raw[DATABASE] = database
+        raw[URL_ENCODE] = str(url_encode).lower()
+        raw[NAME] = name
+        raw[KEYGEN_CLASS] = key_generator
+        raw[HIVE_STYLE] = str(hive_style).lower()
+        if timeline_timezone:
+            raw[TIMELINE_TIMEZONE] = timeline_timezone
+        if create_schema:
+            raw[CREATE_SCHEMA] = create_schema
+        raw[CHECKSUM] = str(table_checksum(database, name))
+        return cls(raw)

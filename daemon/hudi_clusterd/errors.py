@@ -1,0 +1,73 @@
+"""One error hierarchy for the whole daemon.
+
+Every error carries a message that names the offending file, key, instant or value, so that the CLI can print
+it on one line without a traceback. ``retryable`` says whether the same work may succeed when tried again
+(after a re-plan, a fresh timeline, or a storage hiccup).
+"""
+
+from __future__ import annotations
+
+
+class ClusterdError(Exception):
+    """Root of every error the daemon raises on purpose."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(ClusterdError):
+    """A configuration file, key or value is invalid (fatal at start-up, rejected at reload)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        self.problems = list(problems or [])
+        if self.problems:
+            message = message + ": " + "; ".join(self.problems)
+        super().__init__(message)
+
+
+class TableError(ClusterdError):
+    """A table cannot be opened or written as asked (missing properties, unsupported version, MDT on)."""
+
+
+class UnsupportedTableError(TableError):
+    """The table exists but uses a layout or feature this daemon refuses to touch."""
+
+
+class TimelineError(ClusterdError):
+    """The timeline is inconsistent (a bad instant name, a transition from a missing state)."""
+
+
+class MetadataDecodeError(TimelineError):
+    """An instant's payload (commit JSON, plan Avro, properties) cannot be decoded."""
+
+
+class StorageError(ClusterdError):
+    """A storage operation failed; usually worth retrying."""
+
+    retryable = True
+
+
+class LockError(ClusterdError):
+    """The table lock could not be taken in time."""
+
+    retryable = True
+
+
+class CommitConflictError(ClusterdError):
+    """A concurrent write touched file groups this instant claims; re-plan and retry."""
+
+    retryable = True
+
+
+class ExecutionError(ClusterdError):
+    """A Spark job (ingestion or a clustering group) failed."""
+
+
+class PlanError(ClusterdError):
+    """A clustering plan cannot be created, found or executed as asked."""

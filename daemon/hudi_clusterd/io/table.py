@@ -1,0 +1,230 @@
+"""A Hudi table on storage: its properties, timeline, partitions, file-system view and lock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import structlog
+
+from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
+from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering, ReplacedGroups
+from hudi_clusterd.domain.instant import Action, Instant, next_instant_time
+from hudi_clusterd.domain.plan import ClusteringPlan
+from hudi_clusterd.domain.table_config import TableConfig
+from hudi_clusterd.domain.timeline import Timeline
+from hudi_clusterd.errors import MetadataDecodeError, StorageError, TableError
+from hudi_clusterd.io.java_properties import format_properties, parse_properties
+from hudi_clusterd.io.lock import DEFAULT_STALE_S, DEFAULT_TIMEOUT_S, TableLock
+from hudi_clusterd.io.storage import Storage
+from hudi_clusterd.io.timeline_store import META_FOLDER, TimelineStore
+
+log = structlog.get_logger(__name__)
+
+PROPERTIES_FILE = ".hoodie/hoodie.properties"
+PARTITION_METAFILE = ".hoodie_partition_metadata"
+_SKIP_DIRS = frozenset({META_FOLDER, "_delta_log"})
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPlan:
+    """A pending clustering instant with its decoded plan."""
+
+    instant: Instant
+    plan: ClusteringPlan
+
+
+class HoodieTable:
+    """One copy-on-write table of version 6."""
+
+    def __init__(self, storage: Storage, config: TableConfig, *, lock_timeout_s: float = DEFAULT_TIMEOUT_S,
+                 lock_stale_s: float = DEFAULT_STALE_S) -> None:
+        self.storage = storage
+        self.config = config
+        self.timeline_store = TimelineStore(storage)
+        self.lock_timeout_s = lock_timeout_s
+        self.lock_stale_s = lock_stale_s
+
+    # --- opening and creating -------------------------------------------------------------------------------
+
+    @classmethod
+    def exists(cls, base_path: str) -> bool:
+        return Storage(base_path).exists(PROPERTIES_FILE)
+
+    @classmethod
+    def open(cls, base_path: str, storage: Storage | None = None, **kw: float) -> HoodieTable:
+        """Open an existing table; refuses versions, layouts and types this daemon does not support."""
+        storage = storage or Storage(base_path)
+        source = storage.full_path(PROPERTIES_FILE)
+        if not storage.exists(PROPERTIES_FILE):
+            if storage.exists(META_FOLDER):
+                raise TableError(f"{source}: missing; {storage.base_uri} has a .hoodie folder but no table "
+                                 "properties (a half-created or damaged table)")
+            raise TableError(f"{source}: missing; {storage.base_uri} is not a Hudi table")
+        try:
+            text = storage.read_bytes(PROPERTIES_FILE).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise MetadataDecodeError(f"{source}: not UTF-8 text ({e})") from e
+        config = TableConfig(parse_properties(text, source))
+        config.check_readable(source)
+        return cls(storage, config, **kw)
+
+    @classmethod
+    def create(cls, base_path: str, config: TableConfig, storage: Storage | None = None) -> HoodieTable:
+        """Lay out a new, empty table: ``.hoodie/`` with its sub-folders and ``hoodie.properties``."""
+        storage = storage or Storage(base_path)
+        config.check_writable(storage.full_path(PROPERTIES_FILE))
+        for folder in (".hoodie/.aux/.bootstrap/.partitions", ".hoodie/.aux/.bootstrap/.fileids",
+                       ".hoodie/.schema", ".hoodie/.temp", ".hoodie/archived"):
+            storage.makedirs(folder)
+        now = datetime.now(UTC)
+        header = [f"Properties saved on {now.strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3]}Z"]
+        data = format_properties(config.raw.items(), header).encode("utf-8")
+        if not storage.write_bytes(PROPERTIES_FILE, data, overwrite=False):
+            raise TableError(f"{storage.full_path(PROPERTIES_FILE)}: already exists; the table was created "
+                             "concurrently by another writer")
+        log.info("created table", base_path=storage.base_uri, name=config.name)
+        return cls(storage, config)
+
+    @property
+    def base_path(self) -> str:
+        return self.storage.base_uri
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    # --- timeline ---------------------------------------------------------------------------------------------
+
+    def timeline(self) -> Timeline:
+        return self.timeline_store.load()
+
+    def new_instant_time(self, timeline: Timeline | None = None, now: datetime | None = None) -> str:
+        """A fresh instant time, strictly greater than every instant on the timeline. Call under ``lock()``."""
+        timeline = timeline if timeline is not None else self.timeline()
+        if now is None:
+            now = datetime.now(UTC) if self.config.timeline_timezone_utc else datetime.now().astimezone()
+        return next_instant_time(now, timeline.last_time())
+
+    def table_lock(self) -> TableLock:
+        return TableLock(self.storage, timeout_s=self.lock_timeout_s, stale_s=self.lock_stale_s)
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        with self.table_lock().held():
+            yield
+
+    def pending_clustering_plans(self, timeline: Timeline | None = None) -> list[PendingPlan]:
+        """Pending (requested or inflight) replacecommits whose requested file is a clustering plan."""
+        timeline = timeline if timeline is not None else self.timeline()
+        out: list[PendingPlan] = []
+        for inst in timeline.of_actions([Action.REPLACE_COMMIT]).pending():
+            meta = self.timeline_store.requested_replace(inst.time)
+            if meta is not None and meta.is_clustering and meta.clustering_plan is not None:
+                out.append(PendingPlan(inst, meta.clustering_plan))
+        return out
+
+    def is_clustering_instant(self, inst: Instant) -> bool:
+        """Whether a replacecommit is clustering: its completed metadata or its requested plan says CLUSTER."""
+        if inst.action is not Action.REPLACE_COMMIT:
+            return False
+        if inst.is_completed:
+            return self.timeline_store.commit_metadata(inst).operation_type == "CLUSTER"
+        meta = self.timeline_store.requested_replace(inst.time)
+        return meta is not None and meta.is_clustering
+
+    def last_clustering_time(self, timeline: Timeline | None = None) -> str | None:
+        """The newest completed or pending clustering instant (Hudi 0.15 semantics)."""
+        timeline = timeline if timeline is not None else self.timeline()
+        for inst in reversed(timeline.of_actions([Action.REPLACE_COMMIT]).instants):
+            if self.is_clustering_instant(inst):
+                return inst.time
+        return None
+
+    def latest_schema(self, timeline: Timeline | None = None) -> str | None:
+        """The writer's Avro schema (``extraMetadata.schema``) of the newest completed write that may change it.
+
+        Clustering and compaction commits are skipped, as Hudi does (they cannot change the schema)."""
+        timeline = timeline if timeline is not None else self.timeline()
+        for inst in reversed(timeline.commits().completed().instants):
+            meta = self.timeline_store.commit_metadata(inst)
+            if meta.operation_type in ("CLUSTER", "COMPACT", "LOG_COMPACT", "INDEX"):
+                continue
+            if meta.schema:
+                return meta.schema
+        return self.config.create_schema
+
+    def commits_since_last_clustering(self, timeline: Timeline | None = None) -> int:
+        timeline = timeline if timeline is not None else self.timeline()
+        return timeline.commits_since(self.last_clustering_time(timeline))
+
+    # --- listing and the file-system view ---------------------------------------------------------------------
+
+    def list_partitions(self) -> list[str]:
+        """Partition paths: folders holding a partition metafile or base files (``""`` = non-partitioned)."""
+        found: list[str] = []
+        stack = [""]
+        while stack:
+            rel = stack.pop()
+            entries = self.storage.list_dir(rel)
+            is_partition = False
+            for e in entries:
+                if e.is_dir:
+                    if rel == "" and e.name in _SKIP_DIRS:
+                        continue
+                    if not e.name.startswith("."):
+                        stack.append(e.path)
+                elif e.name.startswith(PARTITION_METAFILE) or e.name.endswith(".parquet"):
+                    is_partition = True
+            if is_partition:
+                found.append(rel)
+        return sorted(found)
+
+    def list_base_files(self, partitions: list[str] | None = None) -> list[BaseFile]:
+        partitions = self.list_partitions() if partitions is None else partitions
+        out: list[BaseFile] = []
+        for partition in partitions:
+            for e in self.storage.list_dir(partition):
+                if not e.is_dir:
+                    bf = BaseFile.parse(partition, e.name, e.size)
+                    if bf is not None:
+                        out.append(bf)
+        return out
+
+    def replaced_groups(self, timeline: Timeline) -> ReplacedGroups:
+        pairs = []
+        for inst in timeline.of_actions([Action.REPLACE_COMMIT]).completed():
+            meta = self.timeline_store.commit_metadata(inst)
+            pairs.append((inst.time, meta.partition_to_replace_file_ids or {}))
+        return ReplacedGroups.from_instants(pairs)
+
+    def file_system_view(self, timeline: Timeline | None = None,
+                         base_files: list[BaseFile] | None = None) -> FileSystemView:
+        timeline = timeline if timeline is not None else self.timeline()
+        partitions = self.list_partitions()
+        files = base_files if base_files is not None else self.list_base_files(partitions)
+        pending = PendingClustering.from_plans(
+            (p.instant.time, p.plan.group_ids()) for p in self.pending_clustering_plans(timeline)
+        )
+        return FileSystemView(timeline, files, self.replaced_groups(timeline), pending, frozenset(), partitions)
+
+    def base_file_uri(self, bf: BaseFile) -> str:
+        return self.storage.uri(bf.relative_path)
+
+    def group_ids_touched_since(self, timeline: Timeline, time: str) -> set[FileGroupId]:
+        """File groups written or replaced by completed write instants after ``time``."""
+        out: set[FileGroupId] = set()
+        for inst in timeline.commits().completed().after(time):
+            meta = self.timeline_store.commit_metadata(inst)
+            out |= {(ws.partition_path or p, ws.file_id) for p, stats in meta.partition_to_write_stats.items()
+                    for ws in stats if ws.file_id}
+            out |= meta.replaced_groups()
+        return out
+
+    def read_properties_text(self) -> str:
+        try:
+            return self.storage.read_bytes(PROPERTIES_FILE).decode("utf-8")
+        except (StorageError, UnicodeDecodeError) as e:
+            raise TableError(f"{self.storage.full_path(PROPERTIES_FILE)}: {e}") from e

@@ -1,0 +1,43 @@
+"""Test-wide fixtures: the ../shared folder, golden Hudi tables, and a hermetic hudi-rs configuration."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.support import require_shared
+
+
+@pytest.fixture(scope="session")
+def golden_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every golden v6 copy-on-write table, unzipped once per session (read-only use: copy before writing)."""
+    src = require_shared("reference", "hudi-tables", "cow")
+    out = tmp_path_factory.mktemp("golden")
+    for archive in sorted(src.glob("v6_*.zip")):
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(out)
+    shutil.rmtree(out / "__MACOSX", ignore_errors=True)
+    for junk in list(out.rglob("._*")) + list(out.rglob(".DS_Store")):
+        junk.unlink()
+    return out
+
+
+@pytest.fixture
+def golden_copy(golden_tables: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Factory: a private, writable copy of one golden table; returns its base path."""
+
+    def _copy(name: str) -> Path:
+        dest = tmp_path / name
+        shutil.copytree(golden_tables / name, dest)
+        return dest
+
+    return _copy
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_hudi_rs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hudi-rs reads $HUDI_CONF_DIR/hudi-defaults.conf; point it at an empty folder."""
+    monkeypatch.setenv("HUDI_CONF_DIR", str(tmp_path_factory.mktemp("hudi-conf")))

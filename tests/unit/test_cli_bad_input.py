@@ -1,0 +1,78 @@
+"""Bad input gets one clear line naming the file or key, and a non-zero exit code; never a traceback."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from hudi_clusterd.cli import main
+from hudi_clusterd.domain.table_config import TableConfig
+from hudi_clusterd.errors import UnsupportedTableError
+from tests.support import require_shared
+
+OVERWRITE = "v6_simplekeygen_nonhivestyle_overwritetable"
+
+
+def _status_error(capsys: pytest.CaptureFixture[str], base: Path) -> str:
+    code = main(["status", "--base-path", str(base)])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize("content", [b'{\n  "partitionToWriteStats" : {\n    "30" : [ {', b"this is not json"])
+def test_status_truncated_or_non_json_commit_names_the_file(golden_copy, capsys, content: bytes) -> None:  # type: ignore[no-untyped-def]
+    base = golden_copy(OVERWRITE)
+    (base / ".hoodie/20240707001302376.commit").write_bytes(content)
+    assert "20240707001302376.commit" in _status_error(capsys, base)
+
+
+def test_status_non_avro_requested_plan_names_the_file(golden_copy, capsys) -> None:  # type: ignore[no-untyped-def]
+    base = golden_copy(OVERWRITE)
+    (base / ".hoodie/20240707001304000.replacecommit.requested").write_bytes(b"definitely not avro")
+    assert "20240707001304000.replacecommit.requested" in _status_error(capsys, base)
+
+
+def test_status_missing_properties_names_the_file(golden_copy, capsys) -> None:  # type: ignore[no-untyped-def]
+    base = golden_copy(OVERWRITE)
+    (base / ".hoodie/hoodie.properties").unlink()
+    line = _status_error(capsys, base)
+    assert "hoodie.properties" in line and "missing" in line
+
+
+def test_status_not_a_table(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert "not a Hudi table" in _status_error(capsys, tmp_path)
+
+
+@pytest.mark.parametrize("archive", ["v8_simplekeygen_nonhivestyle_overwritetable", "v9_txns_simple_meta"])
+def test_status_table_version_8_and_9_refused_clearly(tmp_path: Path, capsys, archive: str) -> None:  # type: ignore[no-untyped-def]
+    src = require_shared("reference", "hudi-tables", "cow", f"{archive}.zip")
+    with zipfile.ZipFile(src) as zf:
+        zf.extractall(tmp_path)
+    shutil.rmtree(tmp_path / "__MACOSX", ignore_errors=True)
+    base = next(p for p in tmp_path.iterdir() if p.is_dir())
+    line = _status_error(capsys, base)
+    assert "hoodie.table.version=" in line and "only" in line and "6" in line
+
+
+def test_write_refused_on_table_with_metadata_table_says_how_to_disable(golden_copy) -> None:  # type: ignore[no-untyped-def]
+    base = golden_copy(OVERWRITE)
+    props = base / ".hoodie/hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.table.metadata.partitions=files\n")
+    from hudi_clusterd.io.table import HoodieTable
+
+    table = HoodieTable.open(str(base))  # reading is fine
+    with pytest.raises(UnsupportedTableError, match=r"hoodie\.metadata\.enable=false"):
+        table.config.check_writable(str(props))
+
+
+def test_for_new_table_checksum_matches_hudi() -> None:
+    cfg = TableConfig.for_new_table(name="v6_empty", record_key_fields=["id"])
+    assert cfg.raw["hoodie.table.checksum"] == "1980710965"  # the value Apache Hudi wrote for this name
