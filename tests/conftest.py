@@ -37,6 +37,16 @@ def golden_copy(golden_tables: Path, tmp_path: Path):  # type: ignore[no-untyped
     return _copy
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _logs_to_stderr() -> None:
+    """Library code logs through structlog; keep it off stdout, which commands use for their output."""
+    import sys
+
+    from hudi_clusterd.runtime.logging import configure_logging
+
+    configure_logging("INFO", "console", sys.stderr)
+
+
 @pytest.fixture(autouse=True)
 def _hermetic_hudi_rs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """hudi-rs reads $HUDI_CONF_DIR/hudi-defaults.conf; point it at an empty folder."""

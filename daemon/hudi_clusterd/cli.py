@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from hudi_clusterd import __version__
 from hudi_clusterd.errors import ClusterdError, ConfigError
+from hudi_clusterd.runtime.logging import configure_logging
 
 # Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = (
@@ -42,6 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"hudi-clusterd {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    parser.add_argument("--log-level", default="WARNING",
+                        help="log level of the one-shot commands' logs on stderr (default: %(default)s; the "
+                             "daemon's level comes from its config)")
+    parser.add_argument("--log-format", choices=("auto", "json", "console"), default="auto",
+                        help="log lines as JSON or for a console (default: JSON unless stderr is a terminal)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -60,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_FAILURE
+    configure_logging(args.log_level, args.log_format, sys.stderr)
     try:
         code: int = args.func(args)
         return code

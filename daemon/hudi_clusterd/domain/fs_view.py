@@ -80,29 +80,41 @@ class FileSystemView:
         self.replaced = replaced or ReplacedGroups()
         self.pending_clustering = pending_clustering or PendingClustering()
         self.pending_compaction = pending_compaction
-        grouped: dict[FileGroupId, list[BaseFile]] = defaultdict(list)
-        known_partitions = set(partitions)
+        # partition -> file id -> base files (newest first once finalised); no per-file objects beyond BaseFile
+        by_partition: dict[str, dict[str, list[BaseFile]]] = defaultdict(dict)
         for bf in base_files:
-            grouped[bf.group_id].append(bf)
-            known_partitions.add(bf.partition_path)
-        self._partitions = sorted(known_partitions)
+            files = by_partition[bf.partition_path].get(bf.file_id)
+            if files is None:
+                by_partition[bf.partition_path][bf.file_id] = [bf]
+            else:
+                files.append(bf)
+        for groups in by_partition.values():
+            for files in groups.values():
+                if len(files) > 1:
+                    files.sort(key=lambda f: f.instant_time, reverse=True)
+        self._by_partition = by_partition
+        self._partitions = sorted(set(partitions) | set(by_partition))
         self._latest_index: CommitIndex | None = None
-        self._groups: dict[FileGroupId, FileGroup] = {}
-        for gid, files in grouped.items():
-            slices = tuple(FileSlice(bf) for bf in sorted(files, key=lambda f: f.instant_time, reverse=True))
-            self._groups[gid] = FileGroup(gid[0], gid[1], slices)
 
     def partitions(self) -> list[str]:
         """Every partition that has a base file or was listed as a partition folder."""
         return list(self._partitions)
 
+    def _partition_keys(self, partition: str | None) -> list[str]:
+        return self._partitions if partition is None else [partition]
+
     def file_groups(self, partition: str | None = None) -> list[FileGroup]:
-        """All file groups (replaced ones included), in a stable order."""
-        groups = (g for g in self._groups.values() if partition is None or g.partition_path == partition)
-        return sorted(groups, key=lambda g: g.group_id)
+        """All file groups (replaced ones included), ordered by partition then file id."""
+        out: list[FileGroup] = []
+        for p in self._partition_keys(partition):
+            groups = self._by_partition.get(p, {})
+            for file_id in sorted(groups):
+                out.append(FileGroup(p, file_id, tuple(FileSlice(bf) for bf in groups[file_id])))
+        return out
 
     def file_group(self, group: FileGroupId) -> FileGroup | None:
-        return self._groups.get(group)
+        files = self._by_partition.get(group[0], {}).get(group[1])
+        return None if files is None else FileGroup(group[0], group[1], tuple(FileSlice(bf) for bf in files))
 
     def _commit_index(self, as_of: str | None) -> CommitIndex:
         if as_of is None:
@@ -112,18 +124,27 @@ class FileSystemView:
         return CommitIndex.of(self.timeline.up_to(as_of))
 
     def latest_file_slices(self, partition: str | None = None, as_of: str | None = None) -> list[FileSlice]:
-        """The newest committed slice of every live (not replaced) file group, optionally as of an instant."""
+        """The newest committed slice of every live (not replaced) file group, optionally as of an instant.
+
+        Ordered by partition, then file id."""
         index = self._commit_index(as_of)
+        replaced = self.replaced.by_group
         out: list[FileSlice] = []
-        for group in self.file_groups(partition):
-            if self.replaced.replaced_on_or_before(group.group_id, as_of):
+        for p in self._partition_keys(partition):
+            groups = self._by_partition.get(p)
+            if not groups:
                 continue
-            for sl in group.slices:
-                if as_of is not None and sl.base_instant > as_of:
-                    continue
-                if index.is_committed(sl.base_instant):
-                    out.append(sl)
-                    break
+            for file_id in sorted(groups):
+                if replaced:
+                    at = replaced.get((p, file_id))
+                    if at is not None and (as_of is None or at <= as_of):
+                        continue
+                for bf in groups[file_id]:
+                    if as_of is not None and bf.instant_time > as_of:
+                        continue
+                    if index.is_committed(bf.instant_time):
+                        out.append(FileSlice(bf))
+                        break
         return out
 
     def latest_base_files(self, partition: str | None = None, as_of: str | None = None) -> list[BaseFile]:
@@ -139,5 +160,6 @@ class FileSystemView:
         """Base files of pending, failed or unknown instants (what a rollback or a cleaner must remove)."""
         index = self._commit_index(None)
         return [
-            sl.base_file for g in self._groups.values() for sl in g.slices if not index.is_committed(sl.base_instant)
+            bf for groups in self._by_partition.values() for files in groups.values() for bf in files
+            if not index.is_committed(bf.instant_time)
         ]

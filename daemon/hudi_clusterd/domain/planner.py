@@ -1,0 +1,254 @@
+"""Clustering planning: a pure function from a file-system view and a policy to a plan (or a reason why not).
+
+The rules, as Hudi 0.14/0.15 apply them, and one step beyond:
+
+- Trigger: completed commits since the last clustering (a completed or pending CLUSTER replacecommit) must reach
+  ``hoodie.clustering.async.max.commits``; ``force`` skips this check.
+- Eligibility: the latest committed slice of each live file group, base file smaller than
+  ``small.file.limit``, group not in a pending clustering or compaction plan (COW has no log files).
+- Grouping, per partition (size-based strategy): largest first, groups up to ``max.bytes.per.group``,
+  ``numOutputFileGroups = ceil(group bytes / target.file.max.bytes)``, at most ``max.num.groups`` over all
+  partitions, a single-slice group only when sorting or single-group clustering is on.
+- Beyond Hudi: with sort columns and per-file column ranges, slices whose ranges on the leading sort column
+  overlap are grouped together (runs of overlapping ranges, in range order, split at the size cap), so one
+  group's output does not overlap another's. A single-slice group whose file is already the output of a
+  clustering is skipped: rewriting it would change nothing, and re-running on an unchanged table must be a no-op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from hudi_clusterd.domain.binpack import output_groups, pack_largest_first
+from hudi_clusterd.domain.file_group import BaseFile, FileGroupId, FileSlice
+from hudi_clusterd.domain.fs_view import FileSystemView
+from hudi_clusterd.domain.partition_filter import select_partitions
+from hudi_clusterd.domain.plan import (
+    METRIC_IO_MB,
+    METRIC_IO_READ_MB,
+    METRIC_IO_WRITE_MB,
+    METRIC_LOG_FILES,
+    METRIC_LOG_FILES_SIZE,
+    ClusteringGroup,
+    ClusteringPlan,
+    ClusteringStrategy,
+    SliceInfo,
+)
+from hudi_clusterd.domain.policy import ClusteringPolicy, PlanStrategy
+
+MB = 1024.0 * 1024.0
+PLANNED_AGAINST_KEY = "hudi-clusterd.planned.against.instant"
+
+ColumnRange = tuple[Any, Any]
+"""(min, max) of one column in one base file; None when the column holds only nulls."""
+RangeLookup = Callable[[BaseFile], ColumnRange | None]
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerDecision:
+    """Whether enough commits have accumulated since the last clustering."""
+
+    commits_since: int
+    needed: int
+    last_clustering: str | None
+    forced: bool = False
+
+    @property
+    def fire(self) -> bool:
+        return self.forced or self.commits_since >= self.needed
+
+    def explain(self) -> str:
+        since = f"since the last clustering ({self.last_clustering})" if self.last_clustering else \
+            "since the table was created (never clustered)"
+        noun = "commit" if self.commits_since == 1 else "commits"
+        return f"{self.commits_since} {noun} {since}, {self.needed} needed"
+
+
+def trigger(commits_since: int, last_clustering: str | None, policy: ClusteringPolicy,
+            force: bool = False) -> TriggerDecision:
+    return TriggerDecision(commits_since, policy.async_max_commits, last_clustering, force)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanningResult:
+    """A plan, or None with the reason; plus what was looked at (for dry runs and logs)."""
+
+    plan: ClusteringPlan | None
+    reason: str
+    partitions_considered: int = 0
+    eligible_slices: int = 0
+    skipped: Mapping[str, int] = field(default_factory=dict)
+
+
+def eligible_slices(
+    view: FileSystemView, partitions: Sequence[str], policy: ClusteringPolicy, skipped: dict[str, int]
+) -> dict[str, list[FileSlice]]:
+    """Latest committed, small, unclaimed slices per partition."""
+    out: dict[str, list[FileSlice]] = {}
+    wanted = set(partitions)
+    for sl in view.latest_file_slices():
+        if sl.partition_path not in wanted:
+            continue
+        if sl.size >= policy.small_file_limit:
+            skipped["not small"] = skipped.get("not small", 0) + 1
+        elif view.is_pending_clustering(sl.group_id):
+            skipped["in a pending clustering plan"] = skipped.get("in a pending clustering plan", 0) + 1
+        elif view.is_pending_compaction(sl.group_id):
+            skipped["in a pending compaction"] = skipped.get("in a pending compaction", 0) + 1
+        else:
+            out.setdefault(sl.partition_path, []).append(sl)
+    return out
+
+
+def _overlap_groups(slices: list[FileSlice], ranges: RangeLookup, max_bytes: int) -> list[list[FileSlice]]:
+    """Runs of slices whose leading-column ranges overlap, in range order, cut at the size cap.
+
+    Slices without a range (no statistics, all nulls) form their own run at the front (nulls sort first)."""
+    ranged: list[tuple[Any, Any, FileSlice]] = []
+    unranged: list[FileSlice] = []
+    for sl in slices:
+        r = ranges(sl.base_file)
+        if r is None or r[0] is None or r[1] is None:
+            unranged.append(sl)
+        else:
+            ranged.append((r[0], r[1], sl))
+    ranged.sort(key=lambda item: (item[0], item[1], item[2].file_id))
+    runs: list[list[FileSlice]] = [unranged] if unranged else []
+    current: list[FileSlice] = []
+    current_max: Any = None
+    for lo, hi, sl in ranged:
+        if current and lo > current_max:
+            runs.append(current)
+            current, current_max = [], None
+        current.append(sl)
+        current_max = hi if current_max is None or hi > current_max else current_max
+    if current:
+        runs.append(current)
+    # Adjacent runs share a group while it fits; a run larger than the cap is cut in range order.
+    groups: list[list[FileSlice]] = []
+    group: list[FileSlice] = []
+    group_bytes = 0
+    for run in runs:
+        for sl in run:
+            if group and group_bytes + sl.size > max_bytes:
+                groups.append(group)
+                group, group_bytes = [], 0
+            group.append(sl)
+            group_bytes += sl.size
+        # close the group at a run boundary once it is at least half full, keeping ranges apart
+        if group and group_bytes * 2 >= max_bytes:
+            groups.append(group)
+            group, group_bytes = [], 0
+    if group:
+        groups.append(group)
+    return groups
+
+
+def build_partition_groups(
+    slices: list[FileSlice],
+    policy: ClusteringPolicy,
+    ranges: RangeLookup | None,
+    clustered_instants: Collection[str],
+) -> list[list[FileSlice]]:
+    """Groups for one partition, before the plan-wide group cap."""
+    if policy.plan_strategy is PlanStrategy.SINGLE_FILE_SORT:
+        return [[sl] for sl in sorted(slices, key=lambda s: (-s.size, s.file_id))]
+    if policy.sort_columns and ranges is not None:
+        groups = _overlap_groups(slices, ranges, policy.max_bytes_per_group)
+        groups.sort(key=lambda g: -sum(s.size for s in g))
+        groups = groups[: policy.max_num_groups]
+    else:
+        groups = pack_largest_first(slices, lambda s: s.size, policy.max_bytes_per_group, policy.max_num_groups)
+    single_ok = bool(policy.sort_columns) or policy.single_group_clustering_enabled
+    kept: list[list[FileSlice]] = []
+    for g in groups:
+        if len(g) == 1 and (not single_ok or g[0].base_instant in clustered_instants):
+            continue
+        kept.append(g)
+    return kept
+
+
+def _group_of(slices: list[FileSlice], policy: ClusteringPolicy, uri_of: Callable[[BaseFile], str]) -> ClusteringGroup:
+    total = sum(s.size for s in slices)
+    mb = total / MB
+    metrics = {METRIC_IO_READ_MB: mb, METRIC_IO_WRITE_MB: mb, METRIC_IO_MB: 2 * mb,
+               METRIC_LOG_FILES_SIZE: 0.0, METRIC_LOG_FILES: 0.0}
+    n_out = 1 if policy.plan_strategy is PlanStrategy.SINGLE_FILE_SORT else \
+        output_groups(total, policy.target_file_max_bytes)
+    infos = tuple(SliceInfo(s.file_id, s.partition_path, uri_of(s.base_file)) for s in slices)
+    return ClusteringGroup(infos, n_out, metrics)
+
+
+def plan_clustering(
+    view: FileSystemView,
+    policy: ClusteringPolicy,
+    now: datetime,
+    uri_of: Callable[[BaseFile], str],
+    *,
+    ranges: RangeLookup | None = None,
+    clustered_instants: Collection[str] = (),
+) -> PlanningResult:
+    """Build a clustering plan over ``view`` (the trigger is checked by the caller).
+
+    ``uri_of`` gives a base file's full path with scheme (what Hudi records in ``dataFilePath``); ``ranges``
+    gives the leading sort column's (min, max) per base file, from parquet footers; ``clustered_instants`` are
+    the times of completed clustering instants (their single files are not rewritten alone)."""
+    partitions = select_partitions(view.partitions(), policy, now)
+    if not partitions:
+        return PlanningResult(None, "no partition passes the partition filters")
+    skipped: dict[str, int] = {}
+    by_partition = eligible_slices(view, partitions, policy, skipped)
+    n_eligible = sum(len(v) for v in by_partition.values())
+    if n_eligible == 0:
+        detail = ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())) or "no file slices"
+        return PlanningResult(None, f"no eligible file slices ({detail})", len(partitions), 0, skipped)
+    groups: list[ClusteringGroup] = []
+    for partition in partitions:
+        slices = by_partition.get(partition)
+        if not slices:
+            continue
+        for g in build_partition_groups(slices, policy, ranges, clustered_instants):
+            groups.append(_group_of(g, policy, uri_of))
+            if len(groups) >= policy.max_num_groups:
+                break
+        if len(groups) >= policy.max_num_groups:
+            break
+    if not groups:
+        return PlanningResult(None, f"{n_eligible} eligible file slices, but no group has more than one slice "
+                                    "(or its single slice is already clustered)", len(partitions), n_eligible, skipped)
+    last = view.timeline.last_time()
+    extra = {PLANNED_AGAINST_KEY: last} if last else {}
+    plan = ClusteringPlan(
+        tuple(groups),
+        ClusteringStrategy(policy.execution_strategy_class, policy.strategy_params()),
+        extra,
+    )
+    summary = f"{len(groups)} groups, {plan.num_slices} slices, {plan.input_bytes / MB:.1f} MB"
+    return PlanningResult(plan, summary, len(partitions), n_eligible, skipped)
+
+
+def lost_file_groups(plan: ClusteringPlan, view: FileSystemView) -> set[FileGroupId]:
+    """File groups of ``plan`` that are no longer plannable on a fresher view: claimed by another pending plan,
+    replaced, or given a newer slice. Used under the table lock right before the plan is saved."""
+    latest = {sl.group_id: sl.base_instant for sl in view.latest_file_slices()}
+    lost: set[FileGroupId] = set()
+    for group in plan.input_groups:
+        for s in group.slices:
+            base_instant = s.file_name.rsplit("_", 1)[-1].split(".", 1)[0]
+            if view.is_pending_clustering(s.group_id) or latest.get(s.group_id) != base_instant:
+                lost.add(s.group_id)
+    return lost
+
+
+def drop_groups(plan: ClusteringPlan, lost: Collection[FileGroupId]) -> ClusteringPlan | None:
+    """The plan without every clustering group that touches a lost file group; None when nothing is left."""
+    lost_set = set(lost)
+    if not lost_set:
+        return plan
+    kept = tuple(g for g in plan.input_groups if not lost_set.intersection(g.group_ids()))
+    if not kept:
+        return None
+    return ClusteringPlan(kept, plan.strategy, plan.extra_metadata, plan.version, plan.preserve_hoodie_metadata)

@@ -1,0 +1,259 @@
+"""Metrics over real HTTP on 127.0.0.1 (ephemeral port), /healthz with an injected clock, Heartbeat."""
+
+from __future__ import annotations
+
+import http.client
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
+from hudi_clusterd.runtime.metrics import Heartbeat, Metrics, MetricsServer
+
+NOW = 1_700_000_000.0
+
+
+class FakeClock:
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def get(server: MetricsServer, path: str, accept: str | None = None) -> tuple[int, str, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Accept": accept} if accept else {})
+        resp = conn.getresponse()
+        return resp.status, resp.getheader("Content-Type") or "", resp.read().decode()
+    finally:
+        conn.close()
+
+
+def scrape(server: MetricsServer) -> list[Sample]:
+    status, _, body = get(server, "/metrics")
+    assert status == 200
+    return [s for family in text_string_to_metric_families(body) for s in family.samples]
+
+
+def value(samples: list[Sample], name: str, **labels: str) -> float:
+    found = [s.value for s in samples if s.name == name and s.labels == labels]
+    assert len(found) == 1, f"{name}{labels}: {len(found)} samples"
+    return found[0]
+
+
+def has_series(samples: list[Sample], name: str, **labels: str) -> bool:
+    return any(s.name == name and all(s.labels.get(k) == v for k, v in labels.items()) for s in samples)
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    return Metrics(clock=lambda: NOW)
+
+
+@pytest.fixture
+def server(metrics: Metrics) -> Iterator[MetricsServer]:
+    with MetricsServer("127.0.0.1", 0, metrics, health=lambda: True) as srv:
+        yield srv
+
+
+def test_metrics_scrape_over_http_exposes_every_table_and_process_series(
+    metrics: Metrics, server: MetricsServer
+) -> None:
+    # Given a daemon's worth of events for table t1
+    metrics.set_commits_since_clustering("t1", 7)
+    metrics.set_pending_plans("t1", 2, 30.5)
+    metrics.plan_scheduled("t1")
+    metrics.plan_finished("t1", "completed", 42.0, bytes_rewritten=1024, files_rewritten=3)
+    metrics.set_snapshot("t1", files=12, small_files=5)
+    metrics.set_files_scanned_ratio("t1", 0.25)
+    metrics.config_reload("success")
+    metrics.group_started()
+    metrics.group_started()
+    metrics.group_finished()
+    metrics.set_plans_queued(4)
+
+    # When Prometheus scrapes /metrics
+    samples = scrape(server)
+
+    # Then every series carries the value the daemon set
+    assert value(samples, "hudi_clusterd_commits_since_last_clustering", table="t1") == 7
+    assert value(samples, "hudi_clusterd_pending_plans", table="t1") == 2
+    assert value(samples, "hudi_clusterd_oldest_pending_plan_age_seconds", table="t1") == 30.5
+    assert value(samples, "hudi_clusterd_plans_scheduled_total", table="t1") == 1
+    assert value(samples, "hudi_clusterd_plans_finished_total", table="t1", outcome="completed") == 1
+    assert value(samples, "hudi_clusterd_plans_finished_total", table="t1", outcome="failed") == 0
+    assert value(samples, "hudi_clusterd_clustering_duration_seconds_count", table="t1", outcome="completed") == 1
+    assert value(samples, "hudi_clusterd_clustering_duration_seconds_sum", table="t1", outcome="completed") == 42
+    assert value(samples, "hudi_clusterd_rewritten_bytes_total", table="t1") == 1024
+    assert value(samples, "hudi_clusterd_rewritten_files_total", table="t1") == 3
+    assert value(samples, "hudi_clusterd_snapshot_files", table="t1") == 12
+    assert value(samples, "hudi_clusterd_snapshot_small_files", table="t1") == 5
+    assert value(samples, "hudi_clusterd_layout_files_scanned_ratio", table="t1") == 0.25
+    assert value(samples, "hudi_clusterd_last_successful_clustering_timestamp_seconds", table="t1") == NOW
+    assert value(samples, "hudi_clusterd_config_reloads_total", outcome="success") == 1
+    assert value(samples, "hudi_clusterd_config_reloads_total", outcome="failure") == 0
+    assert value(samples, "hudi_clusterd_groups_running") == 1
+    assert value(samples, "hudi_clusterd_plans_queued") == 4
+
+
+def test_metrics_names_and_labels_are_bounded(metrics: Metrics, server: MetricsServer) -> None:
+    # Given every kind of event, for two tables
+    for table in ("t1", "t2"):
+        metrics.plan_scheduled(table)
+        metrics.plan_finished(table, "conflict", 1.0)
+        metrics.set_pending_plans(table, 0, None)
+
+    # When scraped
+    samples = scrape(server)
+
+    # Then names are prefixed and the only labels are table, outcome (and the histogram's le)
+    assert samples
+    for sample in samples:
+        assert sample.name.startswith("hudi_clusterd_"), sample.name
+        assert set(sample.labels) <= {"table", "outcome", "le"}, sample
+        if "outcome" in sample.labels:
+            assert sample.labels["outcome"] in {"completed", "failed", "rolled_back", "conflict", "success", "failure"}
+
+
+def test_metrics_plan_finished_failed_counts_outcome_but_no_bytes_or_success_time(
+    metrics: Metrics, server: MetricsServer
+) -> None:
+    # When a plan fails after 3 s
+    metrics.plan_finished("t1", "failed", 3.0, bytes_rewritten=999, files_rewritten=9)
+
+    # Then the failure is counted and timed, but nothing counts as rewritten or successful
+    samples = scrape(server)
+    assert value(samples, "hudi_clusterd_plans_finished_total", table="t1", outcome="failed") == 1
+    assert value(samples, "hudi_clusterd_plans_finished_total", table="t1", outcome="completed") == 0
+    assert value(samples, "hudi_clusterd_clustering_duration_seconds_count", table="t1", outcome="failed") == 1
+    assert value(samples, "hudi_clusterd_rewritten_bytes_total", table="t1") == 0
+    assert not has_series(samples, "hudi_clusterd_last_successful_clustering_timestamp_seconds", table="t1")
+
+
+def test_metrics_pending_plans_zero_reports_zero_age(metrics: Metrics, server: MetricsServer) -> None:
+    # Given an old pending plan that then completes
+    metrics.set_pending_plans("t1", 1, 600.0)
+    metrics.set_pending_plans("t1", 0, 600.0)
+
+    # Then the oldest age drops to 0 with the count
+    samples = scrape(server)
+    assert value(samples, "hudi_clusterd_oldest_pending_plan_age_seconds", table="t1") == 0
+
+
+def test_metrics_forget_table_removes_only_its_series(metrics: Metrics, server: MetricsServer) -> None:
+    # Given two tables with series of every kind
+    for table in ("gone", "kept"):
+        metrics.set_commits_since_clustering(table, 1)
+        metrics.set_pending_plans(table, 1, 5.0)
+        metrics.plan_finished(table, "completed", 1.0, 10, 1)
+        metrics.set_snapshot(table, 3, 1)
+        metrics.set_files_scanned_ratio(table, 0.5)
+
+    # When one table leaves the configuration
+    metrics.forget_table("gone")
+
+    # Then none of its series remain and the other table's are untouched
+    samples = scrape(server)
+    assert not [s for s in samples if s.labels.get("table") == "gone"]
+    assert value(samples, "hudi_clusterd_commits_since_last_clustering", table="kept") == 1
+    assert value(samples, "hudi_clusterd_plans_finished_total", table="kept", outcome="completed") == 1
+    assert metrics.tables == frozenset({"kept"})
+
+
+def test_metrics_rejects_unknown_outcomes_and_ratio_out_of_range(metrics: Metrics) -> None:
+    with pytest.raises(ValueError, match="plan outcome"):
+        metrics.plan_finished("t1", "exploded", 1.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="reload outcome"):
+        metrics.config_reload("maybe")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"within \[0, 1\], got 1.5"):
+        metrics.set_files_scanned_ratio("t1", 1.5)
+
+
+def test_metrics_instances_have_separate_registries() -> None:
+    # Given two Metrics in one process (creating the second would fail on a shared registry)
+    first, second = Metrics(), Metrics()
+
+    # When only the first counts a reload
+    first.config_reload("failure")
+
+    # Then the second is unaffected
+    assert first.registry.get_sample_value("hudi_clusterd_config_reloads_total", {"outcome": "failure"}) == 1
+    assert second.registry.get_sample_value("hudi_clusterd_config_reloads_total", {"outcome": "failure"}) == 0
+
+
+def test_metrics_server_openmetrics_accept_header_negotiates_format(server: MetricsServer) -> None:
+    status, content_type, body = get(server, "/metrics", accept="application/openmetrics-text; version=1.0.0")
+    assert status == 200
+    assert content_type.startswith("application/openmetrics-text")
+    assert body.rstrip().endswith("# EOF")
+
+
+def test_metrics_server_unknown_path_is_404(server: MetricsServer) -> None:
+    status, _, _ = get(server, "/nope")
+    assert status == 404
+
+
+def test_metrics_server_healthz_follows_heartbeat_200_then_503_then_200() -> None:
+    # Given a heartbeat allowing 10 s between beats, on a fake clock
+    clock = FakeClock()
+    heartbeat = Heartbeat(10.0, clock=clock)
+    with MetricsServer("127.0.0.1", 0, Metrics(), heartbeat.healthy) as server:
+        # Then it is healthy right after start
+        status, _, body = get(server, "/healthz")
+        assert (status, body) == (200, "ok\n")
+
+        # When the loop misses beats for longer than the limit
+        clock.now += 10.5
+        assert get(server, "/healthz")[0] == 503
+
+        # When the loop beats again
+        heartbeat.beat()
+        assert get(server, "/healthz")[0] == 200
+
+
+def test_metrics_server_healthz_is_503_when_health_check_raises() -> None:
+    def broken() -> bool:
+        raise RuntimeError("boom")
+
+    with MetricsServer("127.0.0.1", 0, Metrics(), broken) as server:
+        assert get(server, "/healthz")[0] == 503
+
+
+def test_metrics_server_stop_releases_port_and_is_idempotent() -> None:
+    # Given a running server
+    server = MetricsServer("127.0.0.1", 0, Metrics(), lambda: True)
+    server.start()
+    port = server.port
+
+    # When stopped (twice)
+    server.stop()
+    server.stop()
+
+    # Then nothing listens on its port any more
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    with pytest.raises(ConnectionRefusedError):
+        conn.request("GET", "/healthz")
+    conn.close()
+
+
+def test_metrics_server_port_before_start_raises() -> None:
+    with pytest.raises(RuntimeError, match="before start"):
+        _ = MetricsServer("127.0.0.1", 0, Metrics(), lambda: True).port
+
+
+def test_heartbeat_age_and_threshold_use_injected_clock() -> None:
+    clock = FakeClock(50.0)
+    heartbeat = Heartbeat(5.0, clock=clock)
+    clock.now = 54.9
+    assert heartbeat.age() == pytest.approx(4.9)
+    assert heartbeat.healthy()
+    clock.now = 55.0
+    assert not heartbeat.healthy()
+
+
+def test_heartbeat_rejects_non_positive_max_age() -> None:
+    with pytest.raises(ValueError, match="> 0"):
+        Heartbeat(0)
