@@ -15,7 +15,7 @@ from hudi_clusterd.domain.instant import Action, Instant, next_instant_time
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.errors import MetadataDecodeError, StorageError, TableError
+from hudi_clusterd.errors import StorageError, TableError
 from hudi_clusterd.io.java_properties import format_properties, parse_properties
 from hudi_clusterd.io.lock import DEFAULT_STALE_S, DEFAULT_TIMEOUT_S, TableLock
 from hudi_clusterd.io.storage import Storage
@@ -63,10 +63,8 @@ class HoodieTable:
                 raise TableError(f"{source}: missing; {storage.base_uri} has a .hoodie folder but no table "
                                  "properties (a half-created or damaged table)")
             raise TableError(f"{source}: missing; {storage.base_uri} is not a Hudi table")
-        try:
-            text = storage.read_bytes(PROPERTIES_FILE).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise MetadataDecodeError(f"{source}: not UTF-8 text ({e})") from e
+        # Java's Properties.store writes ISO-8859-1 (other characters as \uXXXX escapes)
+        text = storage.read_bytes(PROPERTIES_FILE).decode("iso-8859-1")
         config = TableConfig(parse_properties(text, source))
         config.check_readable(source)
         return cls(storage, config, **kw)
@@ -81,7 +79,7 @@ class HoodieTable:
             storage.makedirs(folder)
         now = datetime.now(UTC)
         header = [f"Properties saved on {now.strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3]}Z"]
-        data = format_properties(config.raw.items(), header).encode("utf-8")
+        data = format_properties(config.raw.items(), header).encode("iso-8859-1")
         if not storage.write_bytes(PROPERTIES_FILE, data, overwrite=False):
             raise TableError(f"{storage.full_path(PROPERTIES_FILE)}: already exists; the table was created "
                              "concurrently by another writer")
@@ -225,6 +223,6 @@ class HoodieTable:
 
     def read_properties_text(self) -> str:
         try:
-            return self.storage.read_bytes(PROPERTIES_FILE).decode("utf-8")
-        except (StorageError, UnicodeDecodeError) as e:
+            return self.storage.read_bytes(PROPERTIES_FILE).decode("iso-8859-1")
+        except StorageError as e:
             raise TableError(f"{self.storage.full_path(PROPERTIES_FILE)}: {e}") from e

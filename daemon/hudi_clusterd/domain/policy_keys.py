@@ -1,0 +1,378 @@
+"""Hudi's clustering configuration vocabulary: every key, its default, alias, parser and range.
+
+:class:`ClusteringKey` plus :data:`KEY_SPECS` is the single source of truth for the ``hoodie.clustering.*`` /
+``hoodie.layout.optimize.*`` keys the daemon reads (Hudi 0.14/0.15 ``HoodieClusteringConfig`` keys, defaults
+and aliases): :func:`~hudi_clusterd.domain.policy.parse_policy`, the range checks of
+:class:`~hudi_clusterd.domain.policy.ClusteringPolicy` and the README reference (:func:`policy_reference`) all
+read it.
+
+No code is ever loaded from configuration: the plan and execution strategy *class names* Hudi accepts are
+mapped onto the built-in behaviours below, and any other class name is a configuration error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+from typing import Any, TypeVar
+
+from hudi_clusterd.domain.layout import CurveBuildMethod, LayoutStrategy
+
+__all__ = [
+    "KEY_SPECS",
+    "ClusteringKey",
+    "ExecutionStrategy",
+    "KeySpec",
+    "PartitionFilterMode",
+    "PlanStrategy",
+    "java_string_order",
+    "policy_reference",
+]
+
+_PLAN_PKG = "org.apache.hudi.client.clustering.plan.strategy."
+_RUN_PKG = "org.apache.hudi.client.clustering.run.strategy."
+_UPDATE_PKG = "org.apache.hudi.client.clustering.update.strategy."
+_JAVA_INT_MAX = 2**31 - 1
+_JAVA_LONG_MAX = 2**63 - 1
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_E = TypeVar("_E", bound=StrEnum)
+
+
+class PlanStrategy(StrEnum):
+    """Built-in plan strategies; the value is the Spark class name Hudi uses for it."""
+
+    SIZE_BASED = _PLAN_PKG + "SparkSizeBasedClusteringPlanStrategy"
+    SINGLE_FILE_SORT = _PLAN_PKG + "SparkSingleFileSortPlanStrategy"
+
+
+class ExecutionStrategy(StrEnum):
+    """Execution strategies; the value is the class name written into ``plan.strategy.strategyClassName``."""
+
+    SORT_AND_SIZE = _RUN_PKG + "SparkSortAndSizeExecutionStrategy"
+    SINGLE_FILE_SORT = _RUN_PKG + "SparkSingleFileSortExecutionStrategy"
+
+
+class PartitionFilterMode(StrEnum):
+    """``hoodie.clustering.plan.partition.filter.mode`` (Hudi's ``ClusteringPlanPartitionFilterMode``)."""
+
+    NONE = "NONE"
+    RECENT_DAYS = "RECENT_DAYS"
+    SELECTED_PARTITIONS = "SELECTED_PARTITIONS"
+    DAY_ROLLING = "DAY_ROLLING"
+
+
+SIZE_BASED = PlanStrategy.SIZE_BASED
+_SELECTED = PartitionFilterMode.SELECTED_PARTITIONS
+# Plan strategy class -> (behaviour, the partition filter mode it forces).
+PLAN_CLASSES: dict[str, tuple[PlanStrategy, PartitionFilterMode | None]] = {
+    SIZE_BASED.value: (SIZE_BASED, None),
+    PlanStrategy.SINGLE_FILE_SORT.value: (PlanStrategy.SINGLE_FILE_SORT, None),
+    _PLAN_PKG + "JavaSizeBasedClusteringPlanStrategy": (SIZE_BASED, None),
+    _PLAN_PKG + "FlinkSizeBasedClusteringPlanStrategy": (SIZE_BASED, None),
+    # Removed before 0.14; Hudi maps them to size-based plus a filter mode, and so do we.
+    _PLAN_PKG + "SparkRecentDaysClusteringPlanStrategy": (SIZE_BASED, PartitionFilterMode.RECENT_DAYS),
+    _PLAN_PKG + "JavaRecentDaysClusteringPlanStrategy": (SIZE_BASED, PartitionFilterMode.RECENT_DAYS),
+    _PLAN_PKG + "SparkSelectedPartitionsClusteringPlanStrategy": (SIZE_BASED, _SELECTED),
+}
+KNOWN_UPDATE_STRATEGIES = (
+    _UPDATE_PKG + "SparkRejectUpdateStrategy",
+    _UPDATE_PKG + "SparkAllowUpdateStrategy",
+)
+
+# Keys that Hudi 0.14/0.15 still accepts but that have no effect.
+NO_OP_KEYS = {
+    "hoodie.layout.optimize.enable": "deprecated since Hudi 0.11",
+    "hoodie.layout.optimize.data.skipping.enable": "deprecated since Hudi 0.11",
+    "hoodie.clustering.preserve.commit.metadata": "removed in Hudi 0.14 (plans always preserve metadata)",
+}
+# Keys that exist only in Hudi 1.x (table version 8+).
+NOT_IN_V6 = ("hoodie.clustering.group.read.parallelism",)
+
+
+def java_string_order(value: str) -> bytes:
+    """Sort key equal to Java's ``String.compareTo`` (UTF-16 code units), which Hudi uses for partitions."""
+    return value.encode("utf-16-be", "surrogatepass")
+
+
+class ClusteringKey(StrEnum):
+    """Every Hudi key the policy reads; the value is the key as written in a ``.properties`` file."""
+
+    PLAN_STRATEGY_CLASS = "hoodie.clustering.plan.strategy.class"
+    EXECUTION_STRATEGY_CLASS = "hoodie.clustering.execution.strategy.class"
+    SMALL_FILE_LIMIT = "hoodie.clustering.plan.strategy.small.file.limit"
+    TARGET_FILE_MAX_BYTES = "hoodie.clustering.plan.strategy.target.file.max.bytes"
+    MAX_BYTES_PER_GROUP = "hoodie.clustering.plan.strategy.max.bytes.per.group"
+    MAX_NUM_GROUPS = "hoodie.clustering.plan.strategy.max.num.groups"
+    SORT_COLUMNS = "hoodie.clustering.plan.strategy.sort.columns"
+    SINGLE_GROUP_CLUSTERING_ENABLED = "hoodie.clustering.plan.strategy.single.group.clustering.enabled"
+    PARTITION_FILTER_MODE = "hoodie.clustering.plan.partition.filter.mode"
+    DAYBASED_LOOKBACK_PARTITIONS = "hoodie.clustering.plan.strategy.daybased.lookback.partitions"
+    DAYBASED_SKIP_FROM_LATEST_PARTITIONS = "hoodie.clustering.plan.strategy.daybased.skipfromlatest.partitions"
+    CLUSTER_BEGIN_PARTITION = "hoodie.clustering.plan.strategy.cluster.begin.partition"
+    CLUSTER_END_PARTITION = "hoodie.clustering.plan.strategy.cluster.end.partition"
+    PARTITION_REGEX_PATTERN = "hoodie.clustering.plan.strategy.partition.regex.pattern"
+    PARTITION_SELECTED = "hoodie.clustering.plan.strategy.partition.selected"
+    INLINE_MAX_COMMITS = "hoodie.clustering.inline.max.commits"
+    ASYNC_MAX_COMMITS = "hoodie.clustering.async.max.commits"
+    MAX_PARALLELISM = "hoodie.clustering.max.parallelism"
+    UPDATES_STRATEGY = "hoodie.clustering.updates.strategy"
+    ROLLBACK_PENDING_ON_CONFLICT = "hoodie.clustering.rollback.pending.replacecommit.on.conflict"
+    LAYOUT_STRATEGY = "hoodie.layout.optimize.strategy"
+    CURVE_BUILD_METHOD = "hoodie.layout.optimize.curve.build.method"
+    CURVE_SAMPLE_SIZE = "hoodie.layout.optimize.build.curve.sample.size"
+    PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
+    # Writer-side switches: recognised (no unknown-key warning) but they do not change what the daemon does.
+    INLINE = "hoodie.clustering.inline"
+    SCHEDULE_INLINE = "hoodie.clustering.schedule.inline"
+    ASYNC_ENABLED = "hoodie.clustering.async.enabled"
+
+    @property
+    def default(self) -> str | None:
+        """The default as written in a properties file; ``None`` when the key has no default."""
+        return KEY_SPECS[self].default
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Alternative spellings Hudi accepts for this key (the primary key wins when both are set)."""
+        return KEY_SPECS[self].aliases
+
+    @property
+    def description(self) -> str:
+        """One line for the configuration reference."""
+        return KEY_SPECS[self].description
+
+
+# --- value parsers: str -> value, raising ValueError("must be ..., got ...") ---
+
+
+def _integer(raw: str, maximum: int) -> int:
+    text = raw.strip()
+    if not _INTEGER.fullmatch(text):
+        raise ValueError(f"must be an integer, got {raw!r}")
+    value = int(text)
+    if not -maximum - 1 <= value <= maximum:
+        raise ValueError(f"must fit a Java {'int' if maximum == _JAVA_INT_MAX else 'long'}, got {text}")
+    return value
+
+
+def _int(raw: str) -> int:
+    return _integer(raw, _JAVA_INT_MAX)
+
+
+def _long(raw: str) -> int:
+    return _integer(raw, _JAVA_LONG_MAX)
+
+
+def _bool(raw: str) -> bool:
+    text = raw.strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"must be true or false, got {raw!r}")
+    return text == "true"
+
+
+def _optional(raw: str) -> str | None:
+    return raw.strip() or None
+
+
+def _csv(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _unique_csv(raw: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(_csv(raw)))
+
+
+def _regex(raw: str) -> str | None:
+    text = raw.strip()
+    if not text:
+        return None
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise ValueError(f"must be a valid regular expression ({exc}), got {raw!r}") from None
+    return text
+
+
+def _plan_strategy(raw: str) -> tuple[PlanStrategy, PartitionFilterMode | None]:
+    name = raw.strip()
+    if name in PLAN_CLASSES:
+        return PLAN_CLASSES[name]
+    hint = "; consistent-hashing bucket tables are not supported" if "ConsistentBucket" in name else ""
+    raise ValueError(
+        f"must be {PlanStrategy.SIZE_BASED.value} or {PlanStrategy.SINGLE_FILE_SORT.value} (the Java/Flink "
+        f"size-based and the removed RecentDays/SelectedPartitions class names are accepted too; no code is "
+        f"loaded from configuration{hint}), got {raw!r}"
+    )
+
+
+def _execution_strategy(raw: str) -> ExecutionStrategy:
+    return _member(ExecutionStrategy, raw.strip(), raw)
+
+
+def _filter_mode(raw: str) -> PartitionFilterMode:
+    return _member(PartitionFilterMode, raw.strip().upper(), raw)
+
+
+def _layout(raw: str) -> LayoutStrategy:
+    try:
+        return LayoutStrategy.parse(raw)
+    except ValueError:
+        raise ValueError(f"must be one of LINEAR, ZORDER (z-order), HILBERT, got {raw!r}") from None
+
+
+def _curve_method(raw: str) -> CurveBuildMethod:
+    try:
+        return CurveBuildMethod.parse(raw)
+    except ValueError:
+        raise ValueError(f"must be DIRECT or SAMPLE, got {raw!r}") from None
+
+
+def _class_name(raw: str) -> str:
+    name = raw.strip()
+    if not name:
+        raise ValueError("must be a class name, got ''")
+    return name
+
+
+def _anything(raw: str) -> str:
+    return raw
+
+
+def _member(enum: type[_E], text: str, raw: str) -> _E:
+    for member in enum:
+        if member.value == text:
+            return member
+    raise ValueError(f"must be one of {', '.join(m.value for m in enum)}, got {raw!r}")
+
+
+def render_value(value: object) -> str:
+    """A parsed value in the spelling a properties file uses (the inverse of the key's parser)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, LayoutStrategy | CurveBuildMethod):
+        return value.name
+    if isinstance(value, Enum):
+        return str(value.value)
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    """How one key is read: its default (properties spelling), parser, description and policy attribute."""
+
+    default: str | None
+    parse: Callable[[str], Any]
+    description: str
+    field: str | None = None  # ClusteringPolicy attribute; None for keys the daemon ignores
+    minimum: int | None = None
+    aliases: tuple[str, ...] = ()
+
+
+K = ClusteringKey
+_DS = "hoodie.datasource.clustering."
+_WRITER_ONLY = "Writer-side; ignored by the daemon. Keep it false on writers the daemon serves."
+# fmt: off
+KEY_SPECS: dict[ClusteringKey, KeySpec] = {
+    K.PLAN_STRATEGY_CLASS: KeySpec(
+        PlanStrategy.SIZE_BASED.value, _plan_strategy,
+        "Plan strategy: Spark/Java/Flink SizeBased (default) or SparkSingleFileSortPlanStrategy; the removed "
+        "RecentDays/SelectedPartitions classes map to SizeBased plus the matching filter mode.",
+        "plan_strategy"),
+    K.EXECUTION_STRATEGY_CLASS: KeySpec(
+        ExecutionStrategy.SORT_AND_SIZE.value, _execution_strategy,
+        "Execution strategy written into each plan: SparkSortAndSizeExecutionStrategy or "
+        "SparkSingleFileSortExecutionStrategy (needs the single-file-sort plan strategy).",
+        "execution_strategy"),
+    K.SMALL_FILE_LIMIT: KeySpec(
+        "314572800", _long, "Only file slices whose base file is smaller than this many bytes are clustered.",
+        "small_file_limit", 1),
+    K.TARGET_FILE_MAX_BYTES: KeySpec(
+        "1073741824", _long,
+        "Target size in bytes of each output file; a group writes ceil(bytes / target) files.",
+        "target_file_max_bytes", 1),
+    K.MAX_BYTES_PER_GROUP: KeySpec(
+        "2147483648", _long, "Cap on the input bytes of one clustering group.", "max_bytes_per_group", 1),
+    K.MAX_NUM_GROUPS: KeySpec(
+        "30", _int, "Cap on the groups of one plan (per partition, then overall).", "max_num_groups", 1),
+    K.SORT_COLUMNS: KeySpec(
+        None, _csv, "Comma-separated columns to sort by; without them rows keep no particular order.",
+        "sort_columns"),
+    K.SINGLE_GROUP_CLUSTERING_ENABLED: KeySpec(
+        "true", _bool, "When false, a partition's last group holding a single file slice is dropped.",
+        "single_group_clustering_enabled"),
+    K.PARTITION_FILTER_MODE: KeySpec(
+        PartitionFilterMode.NONE.value, _filter_mode,
+        "Partition filter: NONE, RECENT_DAYS, SELECTED_PARTITIONS (begin..end) or DAY_ROLLING "
+        "(one 24th of the partitions per hour).", "partition_filter_mode"),
+    K.DAYBASED_LOOKBACK_PARTITIONS: KeySpec(
+        "2", _int, "RECENT_DAYS: how many of the newest partitions to cluster (all when <= 0).",
+        "lookback_partitions"),
+    K.DAYBASED_SKIP_FROM_LATEST_PARTITIONS: KeySpec(
+        "0", _int, "RECENT_DAYS: how many of the newest partitions to skip first.",
+        "skip_from_latest_partitions", 0),
+    K.CLUSTER_BEGIN_PARTITION: KeySpec(
+        None, _optional, "SELECTED_PARTITIONS: first partition, inclusive (string order); unset = open.",
+        "begin_partition"),
+    K.CLUSTER_END_PARTITION: KeySpec(
+        None, _optional, "SELECTED_PARTITIONS: last partition, inclusive (string order); unset = open.",
+        "end_partition"),
+    K.PARTITION_REGEX_PATTERN: KeySpec(
+        None, _regex, "Only partitions matching this regular expression in full are clustered (Python re syntax, "
+        "which agrees with Java's for the usual patterns).",
+        "partition_regex"),
+    K.PARTITION_SELECTED: KeySpec(
+        None, _unique_csv, "Comma-separated partitions to cluster instead of listing the table (skips the "
+        "regex; the filter mode still applies).", "selected_partitions"),
+    K.INLINE_MAX_COMMITS: KeySpec(
+        "4", _int, "Commits after the last clustering before an inline writer schedules again.",
+        "inline_max_commits", 0),
+    K.ASYNC_MAX_COMMITS: KeySpec(
+        "4", _int, "Commits after the last completed clustering before the daemon schedules a new plan.",
+        "async_max_commits", 0),
+    K.MAX_PARALLELISM: KeySpec(
+        "15", _int, "Maximum clustering groups executed concurrently.", "max_parallelism", 1),
+    K.UPDATES_STRATEGY: KeySpec(
+        KNOWN_UPDATE_STRATEGIES[0], _class_name,
+        "How writers treat updates to file groups under clustering (SparkRejectUpdateStrategy rejects them, "
+        "SparkAllowUpdateStrategy lets them through).", "updates_strategy"),
+    K.ROLLBACK_PENDING_ON_CONFLICT: KeySpec(
+        "false", _bool, "With an allow-updates strategy, writers roll back pending clustering they conflict "
+        "with.", "rollback_pending_on_conflict"),
+    K.LAYOUT_STRATEGY: KeySpec(
+        "LINEAR", _layout, "Row order when sort columns are set: LINEAR, ZORDER (or z-order) or HILBERT.",
+        "layout_strategy"),
+    K.CURVE_BUILD_METHOD: KeySpec(
+        "DIRECT", _curve_method,
+        "Z-order/Hilbert only: DIRECT (values as they are) or SAMPLE (sampled ranks).",
+        "curve_build_method"),
+    K.CURVE_SAMPLE_SIZE: KeySpec(
+        "200000", _int, "Rows sampled by the SAMPLE curve build method.", "curve_sample_size", 1),
+    K.PARQUET_MAX_FILE_SIZE: KeySpec(
+        "125829120", _long, "Size assumed for a file slice without a base file when packing groups.",
+        "parquet_max_file_size", 1),
+    K.INLINE: KeySpec("false", _anything, _WRITER_ONLY, aliases=(_DS + "inline.enable",)),
+    K.SCHEDULE_INLINE: KeySpec("false", _anything, _WRITER_ONLY),
+    K.ASYNC_ENABLED: KeySpec("false", _anything, _WRITER_ONLY, aliases=(_DS + "async.enable",)),
+}
+# fmt: on
+KEY_OF_FIELD = {spec.field: key for key, spec in KEY_SPECS.items() if spec.field}
+RECOGNISED_KEYS = frozenset(k.value for k in ClusteringKey) | {a for s in KEY_SPECS.values() for a in s.aliases}
+POLICY_PREFIXES = ("hoodie.clustering.", "hoodie.layout.optimize.")
+
+
+def policy_reference() -> list[tuple[str, str | None, str]]:
+    """``(key, default, description)`` for every key, in reference order (``None`` = no default)."""
+    rows: list[tuple[str, str | None, str]] = []
+    for key, spec in KEY_SPECS.items():
+        text = spec.description
+        if spec.aliases:
+            text += f" Alias: {', '.join(spec.aliases)}."
+        rows.append((key.value, spec.default, text))
+    rows.extend((key, None, f"No effect: {reason}.") for key, reason in NO_OP_KEYS.items())
+    return rows
