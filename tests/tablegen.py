@@ -42,8 +42,11 @@ class TableGen:
         self._clock += timedelta(seconds=1)
         return format_instant_time(self._clock)
 
-    def commit(self, rows_per_partition: Mapping[str, Sequence[float]], complete: bool = True) -> str:
-        """One commit adding one file group per partition with the given ``x`` values; returns its time."""
+    def commit(self, rows_per_partition: Mapping[str, Sequence[float]], complete: bool = True,
+               file_ids: Mapping[str, str] | None = None) -> str:
+        """One commit adding one file group per partition with the given ``x`` values; returns its time.
+
+        ``file_ids`` writes a new slice of an existing file group instead (what a copy-on-write update does)."""
         t = self.next_time()
         store = self.table.timeline_store
         store.create(Instant(t, Action.COMMIT, State.REQUESTED))
@@ -51,7 +54,7 @@ class TableGen:
         stats: dict[str, list[WriteStat]] = {}
         for partition, xs in rows_per_partition.items():
             partition = partition if self.partitioned else ""
-            file_id = f"{uuid.uuid4()}-0"
+            file_id = (file_ids or {}).get(partition) or f"{uuid.uuid4()}-0"
             name = base_file_name(file_id, "0-1-2", t)
             ids = list(range(self._next_id, self._next_id + len(xs)))
             self._next_id += len(xs)

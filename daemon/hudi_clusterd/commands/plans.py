@@ -4,24 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from hudi_clusterd.commands.status import human_bytes
-from hudi_clusterd.domain.instant import parse_instant_time
 from hudi_clusterd.io.table import HoodieTable
 
 
 def pending_plans(table: HoodieTable, now: datetime | None = None) -> list[dict[str, Any]]:
-    tz = UTC if table.config.timeline_timezone_utc else datetime.now().astimezone().tzinfo or UTC
-    now = now or datetime.now(tz)
     out = []
     for p in table.pending_clustering_plans():
-        age = (now - parse_instant_time(p.instant.time, tz)).total_seconds()
         out.append({
             "instant": p.instant.time,
             "state": p.instant.state.name.lower(),
-            "age_seconds": round(max(age, 0.0), 1),
+            "age_seconds": round(table.instant_age_seconds(p.instant.time, now), 1),
             "groups": len(p.plan.input_groups),
             "slices": p.plan.num_slices,
             "input_bytes": p.plan.input_bytes,

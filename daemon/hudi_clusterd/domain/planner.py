@@ -11,8 +11,8 @@ The rules, as Hudi 0.14/0.15 apply them, and one step beyond:
   partitions, a single-slice group only when sorting or single-group clustering is on.
 - Beyond Hudi: with sort columns and per-file column ranges, slices whose ranges on the leading sort column
   overlap are grouped together (runs of overlapping ranges, in range order, split at the size cap), so one
-  group's output does not overlap another's. A single-slice group whose file is already the output of a
-  clustering is skipped: rewriting it would change nothing, and re-running on an unchanged table must be a no-op.
+  group's output does not overlap another's. A group made only of files that a clustering wrote is skipped:
+  rewriting it would change nothing, and re-running on an unchanged table (even with ``force``) must be a no-op.
 """
 
 from __future__ import annotations
@@ -165,8 +165,10 @@ def build_partition_groups(
     single_ok = bool(policy.sort_columns) or policy.single_group_clustering_enabled
     kept: list[list[FileSlice]] = []
     for g in groups:
-        if len(g) == 1 and (not single_ok or g[0].base_instant in clustered_instants):
+        if len(g) == 1 and not single_ok:
             continue
+        if all(s.base_instant in clustered_instants for s in g):
+            continue  # only clustering output: rewriting it again gains nothing and breaks idempotence
         kept.append(g)
     return kept
 
@@ -217,8 +219,9 @@ def plan_clustering(
         if len(groups) >= policy.max_num_groups:
             break
     if not groups:
-        return PlanningResult(None, f"{n_eligible} eligible file slices, but no group has more than one slice "
-                                    "(or its single slice is already clustered)", len(partitions), n_eligible, skipped)
+        reason = (f"{n_eligible} eligible file slices, but no group has more than one slice (or it holds only "
+                  "clustering output already)")
+        return PlanningResult(None, reason, len(partitions), n_eligible, skipped)
     last = view.timeline.last_time()
     extra = {PLANNED_AGAINST_KEY: last} if last else {}
     plan = ClusteringPlan(

@@ -11,7 +11,7 @@ import structlog
 
 from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
 from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering, ReplacedGroups
-from hudi_clusterd.domain.instant import Action, Instant, next_instant_time
+from hudi_clusterd.domain.instant import Action, Instant, next_instant_time, parse_instant_time
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
@@ -105,6 +105,12 @@ class HoodieTable:
         if now is None:
             now = datetime.now(UTC) if self.config.timeline_timezone_utc else datetime.now().astimezone()
         return next_instant_time(now, timeline.last_time())
+
+    def instant_age_seconds(self, time: str, now: datetime | None = None) -> float:
+        """How long ago an instant time was, read in the table's timeline time zone (LOCAL or UTC)."""
+        tz = UTC if self.config.timeline_timezone_utc else (datetime.now().astimezone().tzinfo or UTC)
+        now = now or datetime.now(tz)
+        return max(0.0, (now - parse_instant_time(time, tz)).total_seconds())
 
     def table_lock(self) -> TableLock:
         return TableLock(self.storage, timeout_s=self.lock_timeout_s, stale_s=self.lock_stale_s)

@@ -83,10 +83,10 @@ def test_plan_single_slice_group_dropped_only_when_single_group_disabled_and_uns
     assert sorted_off is not None and len(sorted_off.input_groups) == 2
 
 
-def test_plan_single_clustered_file_is_not_rewritten_again() -> None:
-    view = view_of({"a": [MB]})
+def test_plan_clustering_output_alone_is_not_rewritten_again() -> None:
+    view = view_of({"a": [MB], "b": [MB, MB, MB]})
     result = plan_clustering(view, policy(), NOW, uri, clustered_instants={C1})
-    assert result.plan is None and "already clustered" in result.reason
+    assert result.plan is None and "clustering output already" in result.reason
 
 
 def test_plan_regex_and_selected_partitions() -> None:

@@ -1,0 +1,43 @@
+"""``hudi-clusterd rollback``: roll back a pending clustering instant."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from hudi_clusterd.domain.instant import Action
+from hudi_clusterd.errors import PlanError
+from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.ops.execute import owner_alive, rollback_clustering
+
+
+def register(subparsers: Any) -> None:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "rollback", help="roll back a pending clustering instant",
+        description="Delete the files a pending clustering wrote (named by its markers) and its inflight state. "
+                    "The plan stays requested for a retry unless --purge removes it too.",
+    )
+    p.add_argument("--base-path", required=True, help="the table's base path")
+    p.add_argument("--instant", required=True, help="the clustering instant time")
+    p.add_argument("--purge", action="store_true", help="also delete the requested plan")
+    p.add_argument("--force", action="store_true", help="roll back even if a live executor seems to own it")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    table = HoodieTable.open(args.base_path)
+    inst = table.timeline().find(args.instant, Action.REPLACE_COMMIT)
+    if inst is None:
+        raise PlanError(f"no replacecommit {args.instant} on the timeline of {table.base_path}")
+    if inst.is_completed:
+        raise PlanError(f"clustering {args.instant} is completed; a completed clustering is not rolled back here")
+    if not table.is_clustering_instant(inst):
+        raise PlanError(f"replacecommit {args.instant} is not a clustering plan; refusing to roll it back")
+    if inst.is_pending and not args.force and owner_alive(table, args.instant) and inst.state.name == "INFLIGHT":
+        raise PlanError(f"clustering {args.instant} is being executed by a live process; stop it first or use "
+                        "--force")
+    result = rollback_clustering(table, args.instant, purge=args.purge)
+    deleted = len(result.deleted_files) if result else 0
+    kept = "plan purged" if args.purge else "plan kept as requested"
+    print(f"rolled back {args.instant}: {deleted} files deleted, {kept}")
+    return 0

@@ -1,0 +1,278 @@
+"""Clustering executed on a real local SparkSession, checked with hudi-rs and our own invariants."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
+from hudi_clusterd.errors import ExecutionError
+from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.ops.execute import ExecutionResult, GroupRunner, execute
+from hudi_clusterd.ops.layout import clustering_figures
+from hudi_clusterd.ops.schedule import schedule
+from tests.tablegen import TableGen
+
+pytestmark = pytest.mark.spark
+
+KB = 1024
+
+
+def policy(**props: str) -> ClusteringPolicy:
+    return parse_policy({k if k.startswith("hoodie.") else "hoodie.clustering.plan.strategy." + k: v
+                         for k, v in props.items()}, source="test")[0]
+
+
+@pytest.fixture(scope="module")
+def runner(spark: Any) -> GroupRunner:
+    from hudi_clusterd.engine.cluster import SparkGroupRunner
+
+    return SparkGroupRunner(spark)
+
+
+def hudi_rs_rows(base: Path, as_of: str | None = None) -> list[dict[str, Any]]:
+    from hudi import HudiReadOptions, HudiTableBuilder
+
+    opts = HudiReadOptions() if as_of is None else HudiReadOptions().with_as_of_timestamp(as_of)
+    batches = HudiTableBuilder.from_base_uri(str(base)).build().read(opts)
+    rows = pa.Table.from_batches(batches).to_pylist() if batches else []
+    return sorted(rows, key=lambda r: str(r.get("_hoodie_record_key") or r.get("id")))
+
+
+def hudi_rs_incremental(base: Path, start: str, end: str) -> int:
+    from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
+
+    opts = HudiReadOptions().with_query_type(HudiQueryType.Incremental).with_start_timestamp(start) \
+        .with_end_timestamp(end)
+    return sum(b.num_rows for b in HudiTableBuilder.from_base_uri(str(base)).build().read(opts))
+
+
+def without_file_name(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in rows]
+
+
+def data_files(base: Path) -> set[Path]:
+    return {p for p in base.rglob("*.parquet") if ".hoodie" not in p.parts}
+
+
+def assert_no_orphans(base: Path) -> None:
+    """Every data file belongs to a completed instant (no leftovers of failed attempts)."""
+    table = HoodieTable.open(str(base))
+    timeline = table.timeline()
+    completed = {i.time for i in timeline.completed()}
+    for f in data_files(base):
+        instant = f.name.rsplit("_", 1)[-1].split(".")[0]
+        assert instant in completed, f"orphan data file {f} of instant {instant}"
+    assert not list((base / ".hoodie" / ".temp").glob("*/*")), "markers left behind"
+    assert not any(i.is_pending for i in timeline if i.action.value == "commit"), "commit stuck pending"
+
+
+def make_table(tmp_path: Path, commits: int = 8, rows: int = 400, seed: int = 3) -> TableGen:
+    rng = random.Random(seed)
+    gen = TableGen(tmp_path / "t")
+    for _ in range(commits):
+        gen.commit({"p1": [rng.uniform(0, 100) for _ in range(rows)],
+                    "p2": [rng.uniform(0, 100) for _ in range(rows // 2)]})
+    return gen
+
+
+def last_commit(table: HoodieTable) -> str:
+    return table.timeline().commits().completed().instants[-1].time
+
+
+def run(table: HoodieTable, pol: ClusteringPolicy, runner: GroupRunner, **kw: Any) -> ExecutionResult:
+    scheduled = schedule(table, pol, force=True)
+    assert scheduled.instant is not None, scheduled.reason
+    return execute(table, pol, runner, scheduled.instant, layout=clustering_figures, **kw)
+
+
+def test_cluster_linear_keeps_every_row_and_meta_and_orders_output(tmp_path: Path, runner: GroupRunner) -> None:
+    gen = make_table(tmp_path)
+    base, table = gen.base, gen.table
+    before_instant = last_commit(table)
+    before = hudi_rs_rows(base)
+    files_before = len(table.file_system_view().latest_base_files())
+    target = 48 * KB
+    pol = policy(**{"sort.columns": "x", "target.file.max.bytes": str(target)})
+
+    result = run(table, pol, runner)
+
+    assert result.outcome == "completed"
+    after = hudi_rs_rows(base)
+    assert without_file_name(after) == without_file_name(before)  # same rows, commit times and seqnos kept
+    assert hudi_rs_rows(base, as_of=before_instant) == before
+    assert without_file_name(hudi_rs_rows(base, as_of=result.instant)) == without_file_name(before)
+    assert hudi_rs_incremental(base, before_instant, result.instant) == 0
+    keys = [r["_hoodie_record_key"] for r in after]
+    assert len(keys) == len(set(keys))
+    latest = table.file_system_view().latest_base_files()
+    assert len(latest) < files_before
+    meta = json.loads((base / ".hoodie" / f"{result.instant}.replacecommit").read_text())
+    assert meta["operationType"] == "CLUSTER" and "schema" in meta["extraMetadata"]
+    replaced = {(p, f) for p, fids in meta["partitionToReplaceFileIds"].items() for f in fids}
+    assert len(replaced) == files_before
+    by_task: dict[str, list[Path]] = {}
+    for stats in meta["partitionToWriteStats"].values():
+        for ws in stats:
+            path = base / ws["path"]
+            assert path.exists() and ws["fileSizeInBytes"] == path.stat().st_size
+            assert ws["numWrites"] == pq.ParquetFile(path).metadata.num_rows
+            assert path.stat().st_size <= 1.1 * target
+            prefix = ws["fileId"].rsplit("-", 1)[0]
+            by_task.setdefault(prefix, []).append(path)
+    for paths in by_task.values():  # one Spark task's file groups, in roll-over order, are one sorted run
+        paths.sort(key=lambda p: int(p.name.split("_")[0].rsplit("-", 1)[1]))
+        xs = [x for p in paths for x in pq.read_table(p, columns=["x"]).column("x").to_pylist()]
+        assert xs == sorted(xs)
+        for p in paths:
+            names = pq.read_table(p, columns=["_hoodie_file_name"]).column(0).to_pylist()
+            assert set(names) == {p.name}
+    assert float(meta["extraMetadata"]["hudi-clusterd.layout.files_scanned.after"]) <= \
+        float(meta["extraMetadata"]["hudi-clusterd.layout.files_scanned.before"])
+    assert_no_orphans(base)
+
+
+@pytest.mark.parametrize(("strategy", "method"), [("hilbert", "sample"), ("z-order", "direct")])
+def test_cluster_curves_improve_two_column_layout(tmp_path: Path, runner: GroupRunner, strategy: str,
+                                                  method: str) -> None:
+    gen = make_table(tmp_path, commits=6, rows=600)
+    pol = policy(**{"sort.columns": "x,id", "target.file.max.bytes": str(6 * KB),
+                    "hoodie.layout.optimize.strategy": strategy, "hoodie.layout.optimize.curve.build.method": method})
+    before = without_file_name(hudi_rs_rows(gen.base))
+    result = run(gen.table, pol, runner)
+    assert result.outcome == "completed"
+    assert result.layout_before is not None and result.layout_after is not None
+    assert result.layout_after < result.layout_before
+    assert without_file_name(hudi_rs_rows(gen.base)) == before
+
+
+@pytest.mark.parametrize("name", ["v6_simplekeygen_nonhivestyle", "v6_complexkeygen_hivestyle",
+                                  "v6_simplekeygen_hivestyle_no_metafields", "v6_timebasedkeygen_nonhivestyle"])
+def test_cluster_golden_tables_read_the_same_before_and_after(golden_copy: Any, runner: GroupRunner,
+                                                              name: str) -> None:
+    base = golden_copy(name)
+    table = HoodieTable.open(str(base))
+    before = hudi_rs_rows(base)
+    result = run(table, policy(), runner)
+    assert result.outcome == "completed"
+    after = hudi_rs_rows(base)
+    assert without_file_name(after) == without_file_name(before)
+    if table.config.populate_meta_fields:
+        previous = table.timeline().commits().completed().instants[-2].time
+        assert hudi_rs_incremental(base, previous, result.instant) == 0
+
+
+class FailingRunner:
+    """Runs group 0 for real, then fails group 1: a failed group must fail (and roll back) the instant."""
+
+    def __init__(self, inner: GroupRunner) -> None:
+        self.inner = inner
+
+    def run_group(self, table: HoodieTable, instant: str, plan: Any, index: int, pol: ClusteringPolicy) -> Any:
+        if index == 1:
+            time.sleep(0.2)
+            raise RuntimeError("disk on fire")
+        return self.inner.run_group(table, instant, plan, index, pol)
+
+    def cancel(self, table: HoodieTable, instant: str) -> None:
+        self.inner.cancel(table, instant)
+
+
+def test_failed_group_rolls_back_keeps_plan_and_retry_completes(tmp_path: Path, runner: GroupRunner) -> None:
+    gen = make_table(tmp_path)
+    before = hudi_rs_rows(gen.base)
+    pol = policy(**{"hoodie.clustering.max.parallelism": "1"})
+    scheduled = schedule(gen.table, pol, force=True)
+    assert scheduled.instant is not None and scheduled.plan is not None and len(scheduled.plan.input_groups) == 2
+    with pytest.raises(ExecutionError, match="disk on fire"):
+        execute(gen.table, pol, FailingRunner(runner), scheduled.instant)
+    assert hudi_rs_rows(gen.base) == before
+    assert not [f for f in data_files(gen.base) if scheduled.instant in f.name]  # group 0's files rolled back
+    pending = gen.table.pending_clustering_plans()
+    assert [(p.instant.time, p.instant.state.name) for p in pending] == [(scheduled.instant, "REQUESTED")]
+    result = execute(gen.table, pol, runner)  # the oldest pending plan
+    assert result.outcome == "completed" and result.instant == scheduled.instant
+    assert without_file_name(hudi_rs_rows(gen.base)) == without_file_name(before)
+    assert_no_orphans(gen.base)
+
+
+def test_ingestion_wins_conflict_and_plan_is_dropped(tmp_path: Path, runner: GroupRunner) -> None:
+    gen = make_table(tmp_path, commits=4)
+    pol = policy()
+    scheduled = schedule(gen.table, pol, force=True)
+    assert scheduled.plan is not None and scheduled.instant is not None
+    partition, file_id = scheduled.plan.group_ids()[0]
+    gen.commit({partition: [1.0, 2.0]}, file_ids={partition: file_id})  # an update of a planned file group
+    expected = hudi_rs_rows(gen.base)
+    result = execute(gen.table, pol, runner, scheduled.instant)
+    assert result.outcome == "conflict" and file_id in result.message
+    assert hudi_rs_rows(gen.base) == expected  # the update is kept; nothing duplicated
+    assert gen.table.pending_clustering_plans() == []
+    assert_no_orphans(gen.base)
+
+
+def test_second_run_without_new_commits_does_nothing(tmp_path: Path, runner: GroupRunner) -> None:
+    gen = make_table(tmp_path)
+    pol = policy(**{"target.file.max.bytes": str(64 * KB)})
+    assert run(gen.table, pol, runner).outcome == "completed"
+    files = data_files(gen.base)
+    again = schedule(gen.table, pol)
+    assert again.instant is None and again.reason.startswith("0 commits since the last clustering")
+    forced = schedule(gen.table, pol, force=True)
+    assert forced.instant is None
+    assert data_files(gen.base) == files
+
+
+_KILL_TARGET = """
+import sys, time
+from hudi_clusterd.cli import main
+sys.exit(main(["execute", "--base-path", sys.argv[1], "--spark-master", "local[1]",
+               "--props", sys.argv[2]]))
+"""
+
+
+def test_sigkill_while_writing_then_execute_again_recovers(tmp_path: Path, runner: GroupRunner) -> None:
+    gen = make_table(tmp_path, commits=6, rows=3000)
+    before = without_file_name(hudi_rs_rows(gen.base))
+    props = tmp_path / "c.properties"
+    props.write_text("hoodie.clustering.plan.strategy.sort.columns=x\n"
+                     "hoodie.layout.optimize.strategy=hilbert\n"
+                     "hoodie.clustering.plan.strategy.target.file.max.bytes=16384\n")
+    pol = parse_policy({"hoodie.clustering.plan.strategy.sort.columns": "x",
+                        "hoodie.clustering.plan.strategy.target.file.max.bytes": "16384"}, source="t")[0]
+    scheduled = schedule(gen.table, pol, force=True)
+    assert scheduled.instant is not None
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.Popen([sys.executable, "-c", _KILL_TARGET, str(gen.base), str(props)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    markers = gen.base / ".hoodie" / ".temp" / scheduled.instant
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if markers.exists() and any(markers.rglob("*.marker.*")):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the execute process ended before it could be killed mid-write"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert (gen.base / ".hoodie" / f"{scheduled.instant}.replacecommit.inflight").exists()
+    assert hudi_rs_rows(gen.base) and without_file_name(hudi_rs_rows(gen.base)) == before  # still readable
+
+    result = execute(gen.table, pol, runner)  # notices the dead owner, rolls back, retries
+    assert result.outcome == "completed" and result.instant == scheduled.instant
+    assert without_file_name(hudi_rs_rows(gen.base)) == before
+    assert_no_orphans(gen.base)
+    rollbacks = sorted((gen.base / ".hoodie").glob("*.rollback"))
+    assert rollbacks, "the killed attempt was rolled back through a rollback instant"
