@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,7 +15,7 @@ import pyarrow.parquet as pq
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.file_group import base_file_name, join_partition
-from hudi_clusterd.domain.instant import Action, Instant, State, format_instant_time
+from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.io.table import HoodieTable
 
@@ -35,12 +34,12 @@ class TableGen:
         self.table = HoodieTable.create(str(base), cfg)
         self.base = base
         self.partitioned = partitioned
-        self._clock = datetime(2024, 1, 1, tzinfo=UTC)
         self._next_id = 0
 
     def next_time(self) -> str:
-        self._clock += timedelta(seconds=1)
-        return format_instant_time(self._clock)
+        """Like a real writer: under the table lock, strictly after every instant on the timeline."""
+        with self.table.lock():
+            return self.table.new_instant_time()
 
     def commit(self, rows_per_partition: Mapping[str, Sequence[float]], complete: bool = True,
                file_ids: Mapping[str, str] | None = None) -> str:

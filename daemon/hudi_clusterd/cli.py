@@ -13,6 +13,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+import structlog
+
 from hudi_clusterd import __version__
 from hudi_clusterd.errors import ClusterdError, ConfigError
 from hudi_clusterd.runtime.logging import configure_logging
@@ -67,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_FAILURE
     configure_logging(args.log_level, args.log_format, sys.stderr)
+    if isinstance(getattr(args, "base_path", None), str):
+        structlog.contextvars.bind_contextvars(table=args.base_path)  # one-shot commands serve one table
     try:
         code: int = args.func(args)
         return code

@@ -101,6 +101,12 @@ def _no_progress(event: str, info: Mapping[str, Any]) -> None:
 # --- ownership of an inflight plan --------------------------------------------------------------------------
 
 
+# Instants this process is executing right now (an inflight plan "owned" by this pid but absent here was left
+# behind by an earlier attempt in this same process, and is as dead as one of a crashed process).
+_RUNNING: set[tuple[str, str]] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
 def _owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -154,7 +160,8 @@ def owner_alive(table: HoodieTable, instant: str, timeout_s: float = HEARTBEAT_T
     host, _, pid = str(owner).rpartition(":")
     if host == socket.gethostname() and pid.isdigit():
         if int(pid) == os.getpid():
-            return True
+            with _RUNNING_LOCK:
+                return (table.base_path, instant) in _RUNNING
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
@@ -176,7 +183,7 @@ def recover_abandoned(table: HoodieTable, timeline: Timeline | None = None) -> l
                 result = rollback_pending(table, p.instant.time, Action.REPLACE_COMMIT, take_lock=False)
                 table.storage.delete(heartbeat_rel(p.instant.time))
             if result is not None:
-                log.warning("rolled back abandoned clustering", table=table.name, instant=p.instant.time,
+                log.warning("rolled back abandoned clustering", instant=p.instant.time,
                             deleted_files=len(result.deleted_files))
                 out.append(result)
     return out
@@ -202,6 +209,8 @@ def claim(table: HoodieTable, instant: str) -> tuple[ClusteringPlan, OwnerHeartb
         table.timeline_store.create(Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT), b"")
         heartbeat = OwnerHeartbeat(table, instant)
         heartbeat.start()
+        with _RUNNING_LOCK:
+            _RUNNING.add((table.base_path, instant))
         return meta.clustering_plan, heartbeat
 
 
@@ -257,11 +266,13 @@ def _run_groups(runner: GroupRunner, table: HoodieTable, instant: str, plan: Clu
     done = 0
     lock = threading.Lock()
 
+    caller_context = structlog.contextvars.get_contextvars()  # pool threads do not inherit contextvars
+
     def one(index: int) -> list[WriteStat]:
         group: ClusteringGroup = plan.input_groups[index]
         if cancel.is_set():
             raise ExecutionError("cancelled before start")
-        with structlog.contextvars.bound_contextvars(table=table.name, instant=instant, group=index):
+        with structlog.contextvars.bound_contextvars(**{**caller_context, "instant": instant, "group": index}):
             progress("group_started", {"group": index, "groups": n, "partition": group.partition_path,
                                        "slices": len(group.slices)})
             t0 = time.monotonic()
@@ -354,10 +365,9 @@ def execute(
     plan, heartbeat = claimed
     cancel = cancel or threading.Event()
     started = time.monotonic()
-    progress("plan_started", {"instant": instant, "groups": len(plan.input_groups), "slices": plan.num_slices,
-                              "input_bytes": plan.input_bytes})
-    outcome = "failed"
     try:
+        progress("plan_started", {"instant": instant, "groups": len(plan.input_groups), "slices": plan.num_slices,
+                                  "input_bytes": plan.input_bytes})
         stats = _run_groups(runner, table, instant, plan, policy, progress, cancel)
         figures = layout(table, plan, stats) if layout is not None else None
         extra: dict[str, str] = {}
@@ -365,7 +375,6 @@ def execute(
             extra = {LAYOUT_COLUMNS_KEY: ",".join(plan.strategy.sort_columns),
                      LAYOUT_BEFORE_KEY: f"{figures[0]:.4f}", LAYOUT_AFTER_KEY: f"{figures[1]:.4f}"}
         complete(table, instant, plan, stats, extra)
-        outcome = "completed"
         replaced_bytes = plan.input_bytes
         result = ExecutionResult(
             instant, "completed", len(plan.input_groups), len(stats), sum(s.file_size_in_bytes for s in stats),
@@ -377,15 +386,18 @@ def execute(
                                     "seconds": round(result.duration_s, 1)})
         return result
     except CommitConflictError as e:
-        outcome = "conflict"
+        heartbeat.stop()
         rollback_clustering(table, instant, purge=True)
-        log.warning("clustering lost to ingestion; plan dropped", table=table.name, instant=instant, reason=str(e))
+        log.warning("clustering lost to ingestion; plan dropped", instant=instant, reason=str(e))
         return ExecutionResult(instant, "conflict", duration_s=time.monotonic() - started, message=str(e))
     except (ClusterdError, Exception) as e:
-        log.error("clustering failed; rolling back", table=table.name, instant=instant, error=str(e))
+        log.error("clustering failed; rolling back", instant=instant, error=str(e))
+        heartbeat.stop()
         rollback_clustering(table, instant, purge=False)
         if isinstance(e, ClusterdError):
             raise
         raise ExecutionError(f"clustering {instant} failed: {type(e).__name__}: {e}") from e
     finally:
-        heartbeat.stop(delete=outcome != "failed")
+        heartbeat.stop()
+        with _RUNNING_LOCK:
+            _RUNNING.discard((table.base_path, instant))

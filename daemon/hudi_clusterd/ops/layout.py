@@ -31,7 +31,7 @@ def snapshot_ratio(table: HoodieTable, columns: Sequence[str]) -> float | None:
     try:
         return snapshot_report(table, columns).files_scanned_ratio
     except (ClusterdError, OSError, ValueError, KeyError) as e:
-        log.warning("layout measurement failed", table=table.name, error=str(e))
+        log.warning("layout measurement failed", error=str(e))
         return None
 
 
@@ -55,5 +55,5 @@ def clustering_figures(table: HoodieTable, plan: ClusteringPlan, stats: list[Wri
         return (files_scanned_ratio(before, columns, domains=domains, filesystem=fs),
                 files_scanned_ratio(after, columns, domains=domains, filesystem=fs))
     except (ClusterdError, OSError, ValueError, KeyError) as e:
-        log.warning("layout measurement failed", table=table.name, error=str(e))
+        log.warning("layout measurement failed", error=str(e))
         return None

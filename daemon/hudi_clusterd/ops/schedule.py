@@ -106,6 +106,6 @@ def schedule(
     if plan is not planning.plan:
         planning = PlanningResult(plan, planning.reason + " (some groups dropped: touched concurrently)",
                                   planning.partitions_considered, planning.eligible_slices, planning.skipped)
-    log.info("clustering plan saved", table=table.name, instant=instant_time, groups=len(plan.input_groups),
+    log.info("clustering plan saved", instant=instant_time, groups=len(plan.input_groups),
              slices=plan.num_slices, input_bytes=plan.input_bytes)
     return ScheduleResult(decision, planning, instant_time)

@@ -146,7 +146,7 @@ class TableWorker:
                 metrics.group_started()
             elif event == "group_finished":
                 metrics.group_finished()
-            log.info(event.replace("_", " "), instant=instant, **dict(info))
+            log.info(event.replace("_", " "), **{**dict(info), "instant": instant})
 
         started = time.monotonic()
         outcome = "failed"
