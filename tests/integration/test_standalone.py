@@ -1,0 +1,97 @@
+"""The daemon against a Spark standalone master with one worker, both started on 127.0.0.1 from pyspark's own
+``bin/spark-class``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.daemon_harness import free_port, wait_for
+from tests.integration.test_clustering import assert_no_orphans, hudi_rs_rows, without_file_name
+from tests.integration.test_daemon import commit_some, completed_clusterings
+from tests.tablegen import TableGen
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+
+def _spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def _start(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    out = open(log, "wb")  # noqa: SIM115 - inherited by the child, closed with it
+    return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+@pytest.fixture
+def standalone(tmp_path: Path) -> Iterator[str]:
+    home = _spark_home()
+    spark_class = home / "bin" / "spark-class"
+    if not spark_class.exists() or shutil.which("java") is None:
+        pytest.skip("pyspark's bin/spark-class or java is not available")
+    port, ui, worker_ui = free_port(), free_port(), free_port()
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_MASTER_HOST": "127.0.0.1",
+           "PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(tmp_path / "work"),
+           "SPARK_LOCAL_DIRS": str(tmp_path / "local")}
+    master = _start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                     "--port", str(port), "--webui-port", str(ui)], tmp_path / "master.log", env)
+    url = f"spark://127.0.0.1:{port}"
+    worker = _start([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                     "--cores", "2", "--memory", "1g", "--webui-port", str(worker_ui),
+                     "--work-dir", str(tmp_path / "work")], tmp_path / "worker.log", env)
+
+    def worker_registered() -> bool:
+        try:
+            page = urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2).read().decode()
+        except OSError:
+            return False
+        return '"aliveworkers" : 1' in page or '"aliveworkers":1' in page
+
+    try:
+        wait_for(worker_registered, 90, "the standalone worker to register")
+        yield url
+    finally:
+        for proc in (worker, master):
+            proc.terminate()
+        for proc in (worker, master):
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def test_daemon_clusters_on_standalone_master(tmp_path: Path, standalone: str) -> None:
+    gen = TableGen(tmp_path / "events")
+    commit_some(gen, 4, rows=500)
+    before = without_file_name(hudi_rs_rows(gen.base))
+    props = tmp_path / "clusterd.properties"
+    props.write_text("\n".join([
+        "clusterd.tables=events",
+        f"clusterd.table.events.base.path={gen.base}",
+        "clusterd.metrics.address=off",
+        f"clusterd.spark.master={standalone}",
+        f"clusterd.spark.conf.spark.pyspark.python={sys.executable}",
+        "clusterd.spark.conf.spark.executor.memory=512m",
+        "clusterd.spark.conf.spark.cores.max=2",
+        "hoodie.clustering.async.max.commits=4",
+        "hoodie.clustering.plan.strategy.sort.columns=x",
+        "",
+    ]))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    result = subprocess.run([sys.executable, "-m", "hudi_clusterd", "run", "--once", "--props", str(props)],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(completed_clusterings(gen.base)) == 1
+    assert without_file_name(hudi_rs_rows(gen.base)) == before
+    assert_no_orphans(gen.base)
+    assert "app-" in "".join(p.name for p in (tmp_path / "work").iterdir())  # executors ran on the worker
