@@ -116,19 +116,19 @@ class SparkGroupRunner:
             self.spark.sparkContext.cancelJobGroup(job_group)
 
 
-def _engine(spark: SparkSession) -> Engine:
-    runner = SparkGroupRunner(spark)
+def engine_for_session(spark: SparkSession, *, owns_session: bool = True) -> Engine:
+    """An engine running groups on ``spark``; closing it stops the session only when it owns it."""
     return Engine(
-        runner=runner,
+        runner=SparkGroupRunner(spark),
         layout=clustering_figures,
         snapshot_layout=snapshot_ratio,
-        close=spark.stop,
+        close=spark.stop if owns_session else (lambda: None),
     )
 
 
 def build_engine_for(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None) -> Engine:
     """An engine on the process-wide SparkSession for ``master``."""
-    return _engine(get_or_create_session(master, conf=dict(conf or {})))
+    return engine_for_session(get_or_create_session(master, conf=dict(conf or {})))
 
 
 def build_engine(settings: Settings) -> Engine:

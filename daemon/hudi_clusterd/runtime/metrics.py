@@ -61,7 +61,7 @@ class Metrics:
             reg,
             "commits_since_last_clustering",
             t,
-            "Completed commits on the timeline after the latest completed clustering.",
+            "Completed commits on the timeline after the latest clustering (completed or pending).",
         )
         self.pending_plans = _gauge(reg, "pending_plans", t, "Clustering plans requested or inflight on the timeline.")
         self.oldest_pending_plan_age = _gauge(
@@ -87,9 +87,9 @@ class Metrics:
             registry=reg,
         )
         self.rewritten_bytes = _counter(
-            reg, "rewritten_bytes_total", t, "Bytes of base files written by completed clustering."
+            reg, "rewritten_bytes_total", t, "Bytes of base files rewritten (read and replaced) by completed clustering."
         )
-        self.rewritten_files = _counter(reg, "rewritten_files_total", t, "Base files written by completed clustering.")
+        self.rewritten_files = _counter(reg, "rewritten_files_total", t, "Base files rewritten (replaced) by completed clustering.")
         self.snapshot_files = _gauge(reg, "snapshot_files", t, "Base files in the latest snapshot.")
         self.snapshot_small_files = _gauge(
             reg, "snapshot_small_files", t, "Base files in the latest snapshot below the small-file limit."
@@ -114,7 +114,7 @@ class Metrics:
             "Configuration reloads (file change or SIGHUP), by outcome (success, failure).",
         )
         self.groups_running = _gauge(reg, "groups_running", (), "Clustering groups executing now.")
-        self.plans_queued = _gauge(reg, "plans_queued", (), "Clustering plans waiting for an executor slot.")
+        self.plans_queued = _gauge(reg, "plans_queued", (), "Clustering plans pending (requested or inflight) over all tables.")
         for outcome in RELOAD_OUTCOMES:
             self.config_reloads.labels(outcome=outcome)
 
