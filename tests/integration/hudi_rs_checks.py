@@ -1,0 +1,87 @@
+"""Checks of a table our writer produced: hudi-rs reads (a second, independent reader) plus what hudi-rs does not
+look at (write stats, partition metadata, footers, leftovers). See ../shared/docs/hudi-rs-validation.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hudi import HudiReadOptions, HudiTableBuilder
+
+from hudi_clusterd.domain.file_group import BaseFile
+
+
+def hudi_table(base: Path) -> Any:
+    """A fresh hudi-rs table object (its timeline is cached per object)."""
+    return HudiTableBuilder.from_base_uri(str(base)).build()
+
+
+def hudi_rs_rows(base: Path, cols: list[str], key: str, as_of: str | None = None) -> list[dict[str, Any]]:
+    opts = HudiReadOptions()
+    if as_of:
+        opts = opts.with_as_of_timestamp(as_of)
+    batches = hudi_table(base).read(opts)
+    if not batches:
+        return []
+    return sorted(pa.Table.from_batches(batches).select(cols).to_pylist(), key=lambda r: r[key])
+
+
+def assert_meta_consistent(base: Path) -> int:
+    """Meta columns agree with the file slice that holds them; record keys are unique. Returns the row count."""
+    t = hudi_table(base)
+    reader = t.create_file_group_reader_with_options()
+    keys: list[str] = []
+    for fs in t.get_file_slices():
+        d = reader.read_file_slice(fs).to_pydict()
+        assert set(d["_hoodie_file_name"]) <= {fs.base_file_name}
+        assert set(d["_hoodie_partition_path"]) <= {fs.partition_path}
+        assert all(ct <= fs.creation_instant_time for ct in d["_hoodie_commit_time"])
+        keys += d["_hoodie_record_key"]
+    assert len(keys) == len(set(keys)), "duplicate record keys in the snapshot"
+    return len(keys)
+
+
+def completed_commits(base: Path) -> list[str]:
+    return sorted(p.name.split(".")[0] for p in (base / ".hoodie").glob("*.commit"))
+
+
+def assert_table_layout(base: Path, *, meta_fields: bool = True) -> None:
+    """What hudi-rs ignores: write stats name existing files of their file id, every live base file is in a
+    completed commit, partitions carry metadata, footers are Hudi's, and no marker or heartbeat is left."""
+    referenced: set[str] = set()
+    for t in completed_commits(base):
+        commit = json.loads((base / ".hoodie" / f"{t}.commit").read_text())
+        assert "schema" in commit["extraMetadata"]
+        for partition, stats in commit["partitionToWriteStats"].items():
+            for ws in stats:
+                path = base / ws["path"]
+                assert path.is_file(), ws["path"]
+                assert ws["path"].rsplit("/", 1)[-1].startswith(ws["fileId"] + "_")
+                assert ws["partitionPath"] == partition
+                assert ws["fileSizeInBytes"] == ws["totalWriteBytes"] == path.stat().st_size
+                assert ws["numWrites"] == ws["numInserts"] == pq.read_metadata(path).num_rows
+                assert ws["prevCommit"] == "null"
+                referenced.add(ws["path"])
+    for f in base.rglob("*.parquet"):
+        rel = f.relative_to(base).as_posix()
+        if rel.startswith(".hoodie"):
+            continue
+        bf = BaseFile.parse(rel.rpartition("/")[0], f.name, 0)
+        assert bf is not None and rel in referenced, f"orphan base file {rel}"
+        assert (f.parent / ".hoodie_partition_metadata").is_file()
+        footer = pq.read_metadata(f).metadata
+        assert footer[b"writer.model.name"] == b"avro" and b"parquet.avro.schema" in footer
+        if meta_fields:
+            keys = pq.read_table(f, columns=["_hoodie_record_key"]).column(0).to_pylist()
+            assert footer[b"hoodie_min_record_key"].decode() == min(keys)
+            assert footer[b"hoodie_max_record_key"].decode() == max(keys)
+    temp = base / ".hoodie" / ".temp"
+    assert not temp.exists() or not any(temp.iterdir()), "markers left behind"
+    beats = base / ".hoodie" / ".heartbeat"
+    assert not beats.exists() or not any(beats.iterdir()), "heartbeats left behind"
+    assert not [p.name for p in (base / ".hoodie").iterdir() if p.name.endswith((".inflight", ".requested"))
+                and not (base / ".hoodie" / (p.name.split(".")[0] + ".commit")).exists()
+                and ".rollback" not in p.name], "pending instants left behind"
