@@ -16,7 +16,8 @@ from collections.abc import Sequence
 import structlog
 
 from hudi_clusterd import __version__
-from hudi_clusterd.errors import ClusterdError, ConfigError
+from hudi_clusterd.errors import ClusterdError, ConfigError, TableError
+from hudi_clusterd.exit_codes import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_SIGNAL_FORCED, EXIT_TABLE
 from hudi_clusterd.runtime.logging import configure_logging
 
 # Sub-command modules, in the order ``--help`` lists them.
@@ -33,9 +34,6 @@ COMMANDS = (
     "demo",
 )
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_CONFIG = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {e}", file=sys.stderr)
         return EXIT_CONFIG
+    except TableError as e:
+        if args.debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_TABLE
     except ClusterdError as e:
         if args.debug:
             raise
@@ -86,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_SIGNAL_FORCED
     except BrokenPipeError:
         # the reader went away (e.g. ``| head``); stop writing quietly
         devnull = open(os.devnull, "w")  # noqa: SIM115 - stays open until exit

@@ -1,5 +1,5 @@
-"""The daemon against a Spark standalone master with one worker, both started on 127.0.0.1 from pyspark's own
-``bin/spark-class``."""
+"""The daemon against real cluster managers started on 127.0.0.1 from pyspark's own scripts: a standalone master
+with one worker (``bin/spark-class``), and a Spark Connect server (``bin/spark-submit``)."""
 
 from __future__ import annotations
 
@@ -70,7 +70,8 @@ def standalone(tmp_path: Path) -> Iterator[str]:
                 proc.wait()
 
 
-def test_daemon_clusters_on_standalone_master(tmp_path: Path, standalone: str) -> None:
+def run_once_against(tmp_path: Path, master: str, *conf: str) -> Path:
+    """Cluster a fresh table with ``hudi-clusterd run --once`` on ``master``; returns its base path."""
     gen = TableGen(tmp_path / "events")
     commit_some(gen, 4, rows=500)
     before = without_file_name(hudi_rs_rows(gen.base))
@@ -79,12 +80,12 @@ def test_daemon_clusters_on_standalone_master(tmp_path: Path, standalone: str) -
         "clusterd.tables=events",
         f"clusterd.table.events.base.path={gen.base}",
         "clusterd.metrics.address=off",
-        f"clusterd.spark.master={standalone}",
-        f"clusterd.spark.conf.spark.pyspark.python={sys.executable}",
-        "clusterd.spark.conf.spark.executor.memory=512m",
-        "clusterd.spark.conf.spark.cores.max=2",
+        f"clusterd.spark.master={master}",
+        *conf,
         "hoodie.clustering.async.max.commits=4",
-        "hoodie.clustering.plan.strategy.sort.columns=x",
+        "hoodie.clustering.plan.strategy.sort.columns=x,id",
+        "hoodie.layout.optimize.strategy=hilbert",
+        "hoodie.layout.optimize.curve.build.method=sample",
         "",
     ]))
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
@@ -94,4 +95,49 @@ def test_daemon_clusters_on_standalone_master(tmp_path: Path, standalone: str) -
     assert len(completed_clusterings(gen.base)) == 1
     assert without_file_name(hudi_rs_rows(gen.base)) == before
     assert_no_orphans(gen.base)
+    return gen.base
+
+
+def test_daemon_clusters_on_standalone_master(tmp_path: Path, standalone: str) -> None:
+    run_once_against(tmp_path, standalone,
+                     "clusterd.spark.conf.spark.driver.host=127.0.0.1",
+                     "clusterd.spark.conf.spark.driver.bindAddress=127.0.0.1",
+                     "clusterd.spark.conf.spark.executor.memory=512m",
+                     "clusterd.spark.conf.spark.cores.max=2")
     assert "app-" in "".join(p.name for p in (tmp_path / "work").iterdir())  # executors ran on the worker
+
+
+@pytest.fixture
+def connect_server(tmp_path: Path) -> Iterator[str]:
+    home = _spark_home()
+    submit = home / "bin" / "spark-submit"
+    if not submit.exists() or shutil.which("java") is None or not list((home / "jars").glob("spark-connect_*.jar")):
+        pytest.skip("pyspark's spark-submit, its Spark Connect server jar, or java is not available")
+    port = free_port()
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    server = _start([str(submit), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+                     "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
+                     "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+                     "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+                     "--conf", "spark.ui.enabled=false", "spark-internal"], tmp_path / "connect.log", env)
+
+    def listening() -> bool:
+        import socket
+
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        wait_for(listening, 120, "the Spark Connect server to listen")
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def test_daemon_clusters_through_spark_connect(tmp_path: Path, connect_server: str) -> None:
+    run_once_against(tmp_path, connect_server)

@@ -333,7 +333,8 @@ KEY_SPECS: dict[ClusteringKey, KeySpec] = {
         "4", _int, "Commits after the last clustering before an inline writer schedules again.",
         "inline_max_commits", 0),
     K.ASYNC_MAX_COMMITS: KeySpec(
-        "4", _int, "Completed commits after the last clustering (completed or pending, as Hudi 0.15 counts) before the daemon schedules a new plan.",
+        "4", _int, "Completed commits after the last clustering (completed or pending, as Hudi 0.15 counts) "
+        "before the daemon schedules a new plan.",
         "async_max_commits", 0),
     K.MAX_PARALLELISM: KeySpec(
         "15", _int, "Maximum clustering groups executed concurrently.", "max_parallelism", 1),

@@ -17,7 +17,7 @@ import structlog
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
-from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session
+from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session, is_connect_session
 from hudi_clusterd.engine.sorting import sort_for_layout
 from hudi_clusterd.engine.writer import executor_base_path, spark_arrow_schema, spark_error_message, write_file_groups
 from hudi_clusterd.errors import ExecutionError
@@ -51,6 +51,7 @@ class SparkGroupRunner:
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
+        self.connect = is_connect_session(spark)
         self._active: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
@@ -69,15 +70,30 @@ class SparkGroupRunner:
             df = df.withColumn(PARTITION_PATH_FIELD, F.lit(group.partition_path))
         return df
 
+    def _start_job(self, job_group: str, description: str, index: int) -> None:
+        """Label this thread's Spark jobs: a cancellable job group and a FAIR pool on a classic session, an
+        operation tag on Spark Connect (which has no SparkContext)."""
+        if self.connect:
+            self.spark.addTag(job_group)
+            return
+        sc = self.spark.sparkContext
+        sc.setJobGroup(job_group, description, interruptOnCancel=True)
+        sc.setLocalProperty("spark.scheduler.pool", f"hudi-clusterd-{index}")
+
+    def _end_job(self, job_group: str) -> None:
+        if self.connect:
+            self.spark.removeTag(job_group)
+            return
+        # the next group run on this pool thread sets its own job group; only the pool is reset here
+        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
+
     def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
                   policy: ClusteringPolicy) -> list[WriteStat]:
         group = plan.input_groups[index]
-        sc = self.spark.sparkContext
         job_group = job_group_id(table, instant, index)
         description = (f"cluster {table.name} {instant} group {index + 1}/{len(plan.input_groups)}: "
                        f"{len(group.slices)} files of {group.partition_path or '(root)'}")
-        sc.setJobGroup(job_group, description, interruptOnCancel=True)
-        sc.setLocalProperty("spark.scheduler.pool", f"hudi-clusterd-{index}")
+        self._start_job(job_group, description, index)
         with self._lock:
             self._active.setdefault(instant, set()).add(job_group)
         try:
@@ -106,14 +122,17 @@ class SparkGroupRunner:
         finally:
             with self._lock:
                 self._active.get(instant, set()).discard(job_group)
-            sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
+            self._end_job(job_group)
 
     def cancel(self, table: HoodieTable, instant: str) -> None:
         with self._lock:
             groups = list(self._active.get(instant, ()))
         for job_group in groups:
-            log.warning("cancelling spark job group", job_group=job_group)
-            self.spark.sparkContext.cancelJobGroup(job_group)
+            log.warning("cancelling spark jobs", job_group=job_group)
+            if self.connect:
+                self.spark.interruptTag(job_group)
+            else:
+                self.spark.sparkContext.cancelJobGroup(job_group)
 
 
 def engine_for_session(spark: SparkSession, *, owns_session: bool = True) -> Engine:

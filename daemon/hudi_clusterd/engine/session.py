@@ -21,23 +21,32 @@ log = structlog.get_logger(__name__)
 
 DEFAULT_MASTER = "local[*]"
 
-# Settings that keep a local session quiet, bounded and on loopback; user conf overrides any of them.
-_LOCAL_DEFAULTS: dict[str, str] = {
+# Settings for every classic session (user conf overrides any of them).
+_DEFAULTS: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "8",
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.scheduler.mode": "FAIR",
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+}
+# A local session stays on loopback; a cluster's executors must reach the driver, so there the driver address
+# is Spark's own choice unless the configuration sets spark.driver.host / spark.driver.bindAddress.
+_LOCAL_ONLY: dict[str, str] = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
 }
 
 
 def is_connect_master(master: str) -> bool:
     """True for a Spark Connect URL (``sc://``)."""
     return master.startswith("sc://")
+
+
+def is_connect_session(spark: object) -> bool:
+    """True for a Spark Connect session (it has no SparkContext)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def get_or_create_session(
@@ -47,8 +56,10 @@ def get_or_create_session(
 ) -> SparkSession:
     """Return the process-wide SparkSession, creating it on first use.
 
-    Python workers run the same interpreter as the driver (``PYSPARK_PYTHON``), so executors see the same
-    pyarrow and numpy. For a remote cluster set ``spark.pyspark.python`` in ``conf`` to the workers' path.
+    Python workers run the same interpreter as the driver (``PYSPARK_PYTHON``, set to this interpreter unless
+    the environment already sets it), so executors see the same pyarrow and numpy. On a cluster whose workers
+    keep Python elsewhere, export ``PYSPARK_PYTHON`` with the workers' path before starting the daemon. With a
+    Spark Connect URL the server's Python workers run the UDFs, so the server needs this package installed.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -60,7 +71,9 @@ def get_or_create_session(
         settings: dict[str, str] = {}
     else:
         builder = builder.master(master)
-        settings = dict(_LOCAL_DEFAULTS)
+        settings = dict(_DEFAULTS)
+        if master.startswith("local"):
+            settings.update(_LOCAL_ONLY)
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -87,9 +87,14 @@ class Metrics:
             registry=reg,
         )
         self.rewritten_bytes = _counter(
-            reg, "rewritten_bytes_total", t, "Bytes of base files rewritten (read and replaced) by completed clustering."
+            reg,
+            "rewritten_bytes_total",
+            t,
+            "Bytes of base files rewritten (read and replaced) by completed clustering.",
         )
-        self.rewritten_files = _counter(reg, "rewritten_files_total", t, "Base files rewritten (replaced) by completed clustering.")
+        self.rewritten_files = _counter(
+            reg, "rewritten_files_total", t, "Base files rewritten (replaced) by completed clustering."
+        )
         self.snapshot_files = _gauge(reg, "snapshot_files", t, "Base files in the latest snapshot.")
         self.snapshot_small_files = _gauge(
             reg, "snapshot_small_files", t, "Base files in the latest snapshot below the small-file limit."
@@ -114,7 +119,9 @@ class Metrics:
             "Configuration reloads (file change or SIGHUP), by outcome (success, failure).",
         )
         self.groups_running = _gauge(reg, "groups_running", (), "Clustering groups executing now.")
-        self.plans_queued = _gauge(reg, "plans_queued", (), "Clustering plans pending (requested or inflight) over all tables.")
+        self.plans_queued = _gauge(
+            reg, "plans_queued", (), "Clustering plans pending (requested or inflight) over all tables."
+        )
         for outcome in RELOAD_OUTCOMES:
             self.config_reloads.labels(outcome=outcome)
 
