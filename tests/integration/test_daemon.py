@@ -6,6 +6,7 @@ import json
 import random
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,3 +142,48 @@ def test_daemon_sigterm_during_group_exits_with_documented_code_and_restart_reco
         restart.stop()
     assert without_file_name(hudi_rs_rows(gen.base)) == before
     assert_no_orphans(gen.base)
+
+
+def test_daemon_beside_a_real_streaming_query(spark: Any, tmp_path: Path) -> None:
+    """A Structured Streaming query commits micro-batches through our sink while the daemon process clusters."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from hudi_clusterd.engine.sink import HudiStreamingSink
+
+    source = tmp_path / "source"
+    source.mkdir()
+    rng = np.random.default_rng(5)
+    files, rows_per_file = 8, 500
+    for i in range(files):
+        ids = np.arange(i * rows_per_file, (i + 1) * rows_per_file, dtype=np.int64)
+        pq.write_table(pa.table({"id": ids, "x": rng.uniform(0, 100, rows_per_file)}), source / f"part-{i:03d}.parquet")
+    base = tmp_path / "events"
+    port = free_port()
+    props = tmp_path / "clusterd.properties"
+    write_props(props, base, port, **{MAX_COMMITS: "3", SORT: "x"})
+    sink = HudiStreamingSink(str(base), record_key="id", table_name="events", parallelism=1)
+    query = (spark.readStream.schema("id long, x double").option("maxFilesPerTrigger", 1).parquet(str(source))
+             .writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(processingTime="1 second").start())
+    daemon: DaemonProcess | None = None
+    try:
+        wait_for(lambda: (base / ".hoodie" / "hoodie.properties").exists(), 120, "the first micro-batch")
+        daemon = DaemonProcess(props, tmp_path / "daemon.log")
+        wait_for(lambda: len(completed_clusterings(base)) >= 1, 240, "a clustering beside the stream", daemon.proc)
+        wait_for(lambda: len(list(base.glob(".hoodie/*.commit"))) == files, 240, "every file committed")
+        query.processAllAvailable()
+        samples = scrape(port)
+        assert metric(samples, "hudi_clusterd_plans_finished_total", table="events", outcome="completed") >= 1
+        assert metric(samples, "hudi_clusterd_plans_scheduled_total", table="events") >= 1
+        instants = set(completed_clusterings(base))
+        logged = [r for r in daemon.logs() if r.get("instant") in instants]
+        assert logged and all(r.get("table") == "events" for r in logged)
+    finally:
+        query.stop()
+        if daemon is not None:
+            daemon.stop()
+    rows = hudi_rs_rows(base)
+    assert sorted(r["id"] for r in rows) == list(range(files * rows_per_file))  # every row exactly once
+    assert_no_orphans(base)
