@@ -72,21 +72,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
         return code
-    except ConfigError as e:
-        if args.debug:
-            raise
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_CONFIG
-    except TableError as e:
-        if args.debug:
-            raise
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_TABLE
     except ClusterdError as e:
         if args.debug:
             raise
         print(f"error: {e}", file=sys.stderr)
-        return EXIT_FAILURE
+        if isinstance(e, ConfigError):
+            return EXIT_CONFIG
+        return EXIT_TABLE if isinstance(e, TableError) else EXIT_FAILURE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_SIGNAL_FORCED

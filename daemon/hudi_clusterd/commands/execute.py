@@ -81,15 +81,16 @@ def _engine(args: argparse.Namespace) -> Any:
     return build_engine_for(args.spark_master, conf)
 
 
-def run_execute(args: argparse.Namespace) -> int:
-    policy = load_policy(args.props)
-    table = HoodieTable.open(args.base_path)
+def _run_plan(args: argparse.Namespace, table: HoodieTable, policy: Any, instant: str | None) -> int:
     engine = _engine(args)
     try:
-        return report(execute(table, policy, engine.runner, args.instant, progress=print_progress,
-                              layout=engine.layout))
+        return report(execute(table, policy, engine.runner, instant, progress=print_progress, layout=engine.layout))
     finally:
         engine.close()
+
+
+def run_execute(args: argparse.Namespace) -> int:
+    return _run_plan(args, HoodieTable.open(args.base_path), load_policy(args.props), args.instant)
 
 
 def run_cluster(args: argparse.Namespace) -> int:
@@ -100,9 +101,4 @@ def run_cluster(args: argparse.Namespace) -> int:
         print(f"nothing scheduled: {scheduled.reason}")
         return 0
     print(f"scheduled clustering {scheduled.instant}: {scheduled.reason}")
-    engine = _engine(args)
-    try:
-        return report(execute(table, policy, engine.runner, scheduled.instant, progress=print_progress,
-                              layout=engine.layout))
-    finally:
-        engine.close()
+    return _run_plan(args, table, policy, scheduled.instant)
