@@ -1,0 +1,273 @@
+"""Order a clustering group's rows for layout: linear, Z-order or Hilbert, range-partitioned for the writer.
+
+`sort_for_layout` returns the input DataFrame range-partitioned into ``num_partitions`` Spark partitions
+(one per output file group) and sorted within each partition, with exactly the input columns.
+
+* ``LINEAR`` — and any single sort column, whatever the strategy, since a curve over one dimension is that
+  dimension's order (Hudi does the same) — is ``repartitionByRange`` + ``sortWithinPartitions`` on the
+  columns themselves, nulls first. No Python runs.
+* ``ZORDER`` / ``HILBERT`` order rows by a curve key computed by a scalar Arrow UDF that receives
+  only the sort columns (the other columns never cross into Python) and runs `curves` on whole batches.
+
+  Curve layouts first draw one uniform sample of at most ``sample_size`` rows (Bernoulli on the row count,
+  capped; only the sort columns are read). A single executor task turns it into small arrays: for the
+  ``SAMPLE`` build, each column's quantile boundaries; for both builds, the ``num_partitions - 1`` keys that
+  split the sample's curve keys into equal parts. Only those arrays reach the driver (a few KiB per
+  column); they travel to the executors inside the UDF's closure, which Spark ships once per task.
+  The UDF then returns each row's key, as ``int64`` words (one for two sampled dimensions, so Spark can
+  radix-sort it), *and* its range partition (a binary search among the split keys); the rows move with
+  ``repartitionById`` + ``sortWithinPartitions(k0, k1, …)``. This is range partitioning on the key, as
+  ``repartitionByRange(key)`` would do, minus its own sampling job, which would read the whole input and
+  run the UDF over every row a second time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import structlog
+
+from hudi_clusterd.domain.layout import CurveBuildMethod, LayoutStrategy
+from hudi_clusterd.errors import PlanError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+log = structlog.get_logger(__name__)
+
+KEY_COLUMN = "_hoodie_clusterd_layout_key"
+SAMPLE_SEED = 42
+"""Seed of the row sample (a fixed input gives fixed boundaries and split keys)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CurvePartitioning:
+    """What the sample taught: coordinate boundaries (``SAMPLE`` build; None for ``DIRECT``) and split keys.
+
+    ``split_keys`` are ascending; partition ``p`` receives the keys in ``(split_keys[p-1], split_keys[p]]``.
+    """
+
+    strategy: LayoutStrategy
+    boundaries: tuple[np.ndarray, ...] | None
+    split_keys: tuple[bytes, ...]
+    sample_rows: int
+
+    def keys(self, columns: Sequence[pa.Array]) -> np.ndarray:
+        """Curve keys of a batch of sort-column values, ``(n, width)`` ``uint8``."""
+        from hudi_clusterd.engine import curves
+
+        return curves.curve_keys(columns, self.strategy, self.boundaries)
+
+    def partitions(self, keys: np.ndarray) -> np.ndarray:
+        """Range partition of each key (``int32``)."""
+        if not self.split_keys:
+            return np.zeros(keys.shape[0], np.int32)
+        width = keys.shape[1]
+        splits = np.array(self.split_keys, dtype=f"S{width}")
+        # Equal-width byte strings compare lexicographically as numpy "S" values do.
+        as_strings = np.ascontiguousarray(keys).view(f"S{width}").reshape(-1)
+        return np.searchsorted(splits, as_strings, side="left").astype(np.int32)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _column(name: str) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.col(_quoted(name))
+
+
+def _validate(df: DataFrame, sort_columns: Sequence[str], sample_size: int, num_partitions: int) -> None:
+    """Every sort column must exist at the top level and have a type we can order by."""
+    from pyspark.sql import types as T
+
+    if num_partitions < 1:
+        raise PlanError(f"number of output partitions must be >= 1, got {num_partitions}")
+    if sample_size < 1:
+        raise PlanError(f"sample size must be >= 1, got {sample_size}")
+    if not sort_columns:
+        raise PlanError("no sort columns given for a layout sort")
+    if len(set(sort_columns)) != len(sort_columns):
+        raise PlanError(f"sort columns repeat a column: {list(sort_columns)}")
+    supported = (
+        T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType,
+        T.StringType, T.BinaryType, T.BooleanType, T.DateType, T.TimestampType, T.TimestampNTZType,
+    )  # fmt: skip
+    nested = (T.StructType, T.ArrayType, T.MapType)
+    fields = {f.name: f for f in df.schema.fields}
+    for name in sort_columns:
+        field = fields.get(name)
+        if field is None:
+            raise PlanError(f"sort column {name!r} is not a top-level column of the data ({sorted(fields)})")
+        dtype = field.dataType
+        if isinstance(dtype, nested):
+            raise PlanError(f"sort column {name!r} has nested type {dtype.simpleString()}; only scalars sort")
+        if not isinstance(dtype, supported):
+            raise PlanError(f"sort column {name!r} has unsupported type {dtype.simpleString()}")
+
+
+def _split_keys(keys: np.ndarray, num_partitions: int) -> tuple[bytes, ...]:
+    """``num_partitions - 1`` keys cutting the sorted sample keys into equal parts."""
+    if keys.shape[0] == 0 or num_partitions == 1:
+        return ()
+    width = keys.shape[1]
+    ordered = np.sort(np.ascontiguousarray(keys).view(f"S{width}").reshape(-1))
+    m = ordered.size
+    cuts = [-(-(p * m) // num_partitions) - 1 for p in range(1, num_partitions)]  # ceil(p*m/n) - 1
+    return tuple(ordered[c].ljust(width, b"\0") for c in cuts)
+
+
+def plan_curve_partitioning(
+    df: DataFrame,
+    sort_columns: Sequence[str],
+    strategy: LayoutStrategy,
+    build_method: CurveBuildMethod,
+    sample_size: int,
+    num_partitions: int,
+) -> CurvePartitioning:
+    """Sample ``df`` once and derive coordinate boundaries (``SAMPLE``) and range-partition split keys.
+
+    The sample is ``min(sample_size, rows)`` rows at most, drawn uniformly (Bernoulli with a fixed seed on
+    the row count). One executor task reduces it; the driver receives only the small arrays.
+    """
+    from hudi_clusterd.engine import curves
+
+    names = list(sort_columns)
+    count = len(names)
+    sample_build = build_method is CurveBuildMethod.SAMPLE
+    rows = df.count()
+    empty = tuple(np.zeros(0, np.uint64) for _ in names) if sample_build else None
+    if rows == 0:
+        return CurvePartitioning(strategy, empty, (), 0)
+    fraction = min(1.0, sample_size / rows)
+    sample = (
+        df.select(*[_column(c).alias(f"c{i}") for i, c in enumerate(names)])
+        .sample(withReplacement=False, fraction=fraction, seed=SAMPLE_SEED)
+        .limit(sample_size)
+        .coalesce(1)
+    )
+
+    def summarise(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = [b for b in batches if b.num_rows]
+        n = sum(b.num_rows for b in received)
+        bounds: list[np.ndarray] = []
+        splits: tuple[bytes, ...] = ()
+        if n:
+            table = pa.Table.from_batches(received)
+            columns = [table.column(i).combine_chunks() for i in range(count)]
+            if sample_build:
+                bounds = [curves.sample_boundaries(curves.direct_coordinates(c)) for c in columns]
+            splits = _split_keys(curves.curve_keys(columns, strategy, bounds or None), num_partitions)
+        elif sample_build:
+            bounds = [np.zeros(0, np.uint64) for _ in range(count)]
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array([[b.view(np.int64) for b in bounds]], pa.list_(pa.list_(pa.int64()))),
+                pa.array([list(splits)], pa.list_(pa.binary())),
+                pa.array([n], pa.int64()),
+            ],
+            names=["bounds", "splits", "rows"],
+        )
+
+    result = sample.mapInArrow(summarise, "bounds array<array<long>>, splits array<binary>, rows long").collect()
+    if not result:  # the input has no partitions at all
+        return CurvePartitioning(strategy, empty, (), 0)
+    if len(result) != 1:
+        raise PlanError(f"sampling {names} for a {strategy.value} layout returned {len(result)} summaries")
+    row = result[0]
+    boundaries = None
+    if sample_build:
+        boundaries = tuple(np.asarray(b, dtype=np.int64).view(np.uint64) for b in row["bounds"])
+    return CurvePartitioning(strategy, boundaries, tuple(bytes(s) for s in row["splits"]), int(row["rows"]))
+
+
+def key_fields(dims: int, partitioning: CurvePartitioning) -> list[str]:
+    """Names of the ``int64`` key words in the layout-key struct (``k0``, ``k1``, …), most significant first."""
+    from hudi_clusterd.engine import curves
+
+    width = curves.key_width(dims, partitioning.boundaries is not None)
+    return [f"k{i}" for i in range(-(-width // 8))]
+
+
+def with_layout_key(
+    df: DataFrame, sort_columns: Sequence[str], partitioning: CurvePartitioning, key_column: str = KEY_COLUMN
+) -> DataFrame:
+    """``df`` plus a ``struct<partition: int, k0: long, …>`` layout-key column computed from ``sort_columns``.
+
+    Sorting by ``k0, k1, …`` is sorting by the curve key (see `curves.keys_to_words`); ``partition`` is
+    the key's range partition.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.functions import arrow_udf
+
+    from hudi_clusterd.engine import curves
+
+    count = len(sort_columns)
+    words = key_fields(count, partitioning)
+
+    def layout_key(columns: pa.Array) -> pa.Array:
+        keys = partitioning.keys([columns.field(i) for i in range(count)])
+        parts = pa.array(partitioning.partitions(keys), pa.int32())
+        word_columns = curves.keys_to_words(keys)
+        arrays = [parts, *(pa.array(word_columns[:, i]) for i in range(len(words)))]
+        return pa.StructArray.from_arrays(arrays, names=["partition", *words])
+
+    result_type = T.StructType(
+        [T.StructField("partition", T.IntegerType(), False)] + [T.StructField(w, T.LongType(), False) for w in words]
+    )
+    # The hints on `layout_key` (resolved against this module's `pa`) make it a scalar Arrow UDF.
+    key_udf: Any = arrow_udf(layout_key, result_type)  # type: ignore[call-overload]  # stubs lag 4.1 hints
+    packed = F.struct(*[_column(c).alias(f"c{i}") for i, c in enumerate(sort_columns)])
+    return df.withColumn(key_column, key_udf(packed))
+
+
+def _key_name(df: DataFrame) -> str:
+    name = KEY_COLUMN
+    while name in df.columns:
+        name = "_" + name
+    return name
+
+
+def sort_for_layout(
+    df: DataFrame,
+    sort_columns: Sequence[str],
+    strategy: LayoutStrategy,
+    build_method: CurveBuildMethod,
+    sample_size: int,
+    num_partitions: int,
+) -> DataFrame:
+    """Range-partition ``df`` into ``num_partitions`` partitions, each sorted in the layout's order.
+
+    Returns exactly ``df``'s columns. Nulls sort first. Raises `PlanError` for a missing, nested or
+    unsupported sort column, or non-positive ``num_partitions`` / ``sample_size``.
+    """
+    _validate(df, sort_columns, sample_size, num_partitions)
+    columns = list(sort_columns)
+    if strategy is LayoutStrategy.LINEAR or len(columns) == 1:
+        order = [_column(c).asc_nulls_first() for c in columns]
+        log.debug("layout sort", strategy="linear", columns=columns, partitions=num_partitions)
+        return df.repartitionByRange(num_partitions, *order).sortWithinPartitions(*order)
+
+    partitioning = plan_curve_partitioning(df, columns, strategy, build_method, sample_size, num_partitions)
+    log.debug(
+        "layout sort",
+        strategy=strategy.value,
+        build=build_method.value,
+        columns=columns,
+        partitions=num_partitions,
+        sample_rows=partitioning.sample_rows,
+        boundaries=None if partitioning.boundaries is None else [int(b.size) for b in partitioning.boundaries],
+    )
+    key = _key_name(df)
+    keyed = with_layout_key(df, columns, partitioning, key)
+    order = [_column(key).getField(w) for w in key_fields(len(columns), partitioning)]
+    return (
+        keyed.repartitionById(num_partitions, _column(key).getField("partition")).sortWithinPartitions(*order).drop(key)
+    )

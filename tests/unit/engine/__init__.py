@@ -1,0 +1,1 @@
+"""Unit tests for hudi_clusterd.engine (no JVM)."""
