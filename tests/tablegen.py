@@ -7,7 +7,7 @@ Hudi writer produces. Data columns: ``id`` (record key), ``x`` (float), ``part``
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,12 +17,16 @@ from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.file_group import base_file_name, join_partition
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.table_config import TableConfig
+from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.io.table import HoodieTable
 
 SCHEMA = ('{"type":"record","name":"t_record","namespace":"hoodie.t","fields":['
           '{"name":"id","type":["null","long"],"default":null},'
           '{"name":"x","type":["null","double"],"default":null},'
           '{"name":"part","type":["null","string"],"default":null}]}')
+
+# (partition, number of rows) -> extra data columns for one file, appended after ``part``
+ExtraColumns = Callable[[str, int], Mapping[str, pa.Array]]
 
 
 class TableGen:
@@ -34,6 +38,7 @@ class TableGen:
         self.table = HoodieTable.create(str(base), cfg)
         self.base = base
         self.partitioned = partitioned
+        self.name = name
         self._next_id = 0
 
     def next_time(self) -> str:
@@ -42,18 +47,25 @@ class TableGen:
             return self.table.new_instant_time()
 
     def commit(self, rows_per_partition: Mapping[str, Sequence[float]], complete: bool = True,
-               file_ids: Mapping[str, str] | None = None) -> str:
+               file_ids: Mapping[str, str] | None = None, *, files_per_partition: int = 1,
+               extra_columns: ExtraColumns | None = None) -> str:
         """One commit adding one file group per partition with the given ``x`` values; returns its time.
 
-        ``file_ids`` writes a new slice of an existing file group instead (what a copy-on-write update does)."""
+        ``file_ids`` writes a new slice of an existing file group instead (what a copy-on-write update does).
+        ``files_per_partition`` writes that many new file groups per partition, each with the given ``x`` values.
+        ``extra_columns`` adds data columns to every file (and to the schema in the commit metadata), e.g. a
+        nullable column that earlier commits lack (schema evolution) or hundreds of columns (wide rows)."""
         t = self.next_time()
         store = self.table.timeline_store
         store.create(Instant(t, Action.COMMIT, State.REQUESTED))
         store.create(Instant(t, Action.COMMIT, State.INFLIGHT), b"{}")
         stats: dict[str, list[WriteStat]] = {}
-        for partition, xs in rows_per_partition.items():
+        schema = SCHEMA
+        files = [(p, xs) for p, xs in rows_per_partition.items() for _ in range(files_per_partition)]
+        for partition, xs in files:
             partition = partition if self.partitioned else ""
-            file_id = (file_ids or {}).get(partition) or f"{uuid.uuid4()}-0"
+            file_id = (file_ids or {}).get(partition) if files_per_partition == 1 else None
+            file_id = file_id or f"{uuid.uuid4()}-0"
             name = base_file_name(file_id, "0-1-2", t)
             ids = list(range(self._next_id, self._next_id + len(xs)))
             self._next_id += len(xs)
@@ -67,6 +79,10 @@ class TableGen:
                 "x": pa.array(list(xs), pa.float64()),
                 "part": [partition] * len(xs),
             })
+            if extra_columns is not None:
+                for col, values in extra_columns(partition, len(xs)).items():
+                    table = table.append_column(col, values)
+                schema = arrow_to_avro_json(strip_meta_fields(table.schema), self.name)
             folder = self.base / partition if partition else self.base
             folder.mkdir(parents=True, exist_ok=True)
             meta_file = folder / ".hoodie_partition_metadata"
@@ -80,6 +96,6 @@ class TableGen:
                 file_id, join_partition(partition, name), partition, num_writes=len(xs), num_inserts=len(xs),
                 total_write_bytes=size, file_size_in_bytes=size))
         if complete:
-            meta = CommitMetadata({p: tuple(s) for p, s in stats.items()}, {"schema": SCHEMA}, Operation.INSERT)
+            meta = CommitMetadata({p: tuple(s) for p, s in stats.items()}, {"schema": schema}, Operation.INSERT)
             store.create(Instant(t, Action.COMMIT, State.COMPLETED), meta.to_json_bytes())
         return t

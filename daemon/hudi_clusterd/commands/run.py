@@ -8,7 +8,7 @@ from typing import Any
 
 import structlog
 
-from hudi_clusterd.exit_codes import EXIT_GRACE_EXPIRED, EXIT_OK
+from hudi_clusterd.exit_codes import EXIT_FAILURE, EXIT_GRACE_EXPIRED, EXIT_OK
 from hudi_clusterd.runtime.logging import configure_logging
 from hudi_clusterd.runtime.metrics import Metrics, MetricsServer
 from hudi_clusterd.runtime.reload import SettingsHolder
@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     code = EXIT_OK
     try:
         if args.once:
-            daemon.run_once()
+            if daemon.run_once():
+                code = EXIT_FAILURE  # the failed tables were logged; the others were served
         else:
             if args.props:
                 config_watcher = ConfigWatcher(str(Path(args.props)), controller.reload_requested.set)

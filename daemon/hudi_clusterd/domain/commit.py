@@ -97,8 +97,8 @@ class WriteStat:
         rs = d.get("runtimeStats")
         return cls(
             file_id=str(d.get("fileId") or ""),
-            path=d.get("path"),
-            partition_path=d.get("partitionPath"),
+            path=_opt_str(d, "path"),
+            partition_path=_opt_str(d, "partitionPath"),
             prev_commit=str(d.get("prevCommit") or NULL_COMMIT),
             num_writes=int(d.get("numWrites") or 0),
             num_deletes=int(d.get("numDeletes") or 0),
@@ -107,8 +107,8 @@ class WriteStat:
             total_write_bytes=int(d.get("totalWriteBytes") or 0),
             total_write_errors=int(d.get("totalWriteErrors") or 0),
             file_size_in_bytes=int(d.get("fileSizeInBytes") or 0),
-            min_event_time=d.get("minEventTime"),
-            max_event_time=d.get("maxEventTime"),
+            min_event_time=_opt_int(d, "minEventTime"),
+            max_event_time=_opt_int(d, "maxEventTime"),
             runtime_stats=RuntimeStats(
                 int(rs.get("totalScanTime") or 0), int(rs.get("totalUpsertTime") or 0),
                 int(rs.get("totalCreateTime") or 0),
@@ -165,7 +165,7 @@ class CommitMetadata:
             return cls()
         try:
             d = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:  # RecursionError: deep nesting
             raise MetadataDecodeError(f"{source}: not valid commit metadata JSON ({e})") from e
         if not isinstance(d, dict):
             raise MetadataDecodeError(f"{source}: commit metadata must be a JSON object, got {type(d).__name__}")
@@ -184,5 +184,17 @@ class CommitMetadata:
                     str(p): tuple(str(f) for f in (fids or [])) for p, fids in replace_ids.items()
                 },
             )
-        except (AttributeError, TypeError, ValueError) as e:
+        except (AttributeError, TypeError, ValueError, OverflowError) as e:  # OverflowError: int(1e999)
             raise MetadataDecodeError(f"{source}: malformed commit metadata ({e})") from e
+
+
+def _opt_str(d: Mapping[str, Any], key: str) -> str | None:
+    value = d.get(key)
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{key} must be a string or null, got {type(value).__name__}")
+    return value
+
+
+def _opt_int(d: Mapping[str, Any], key: str) -> int | None:
+    value = d.get(key)
+    return None if value is None else int(value)

@@ -14,7 +14,7 @@ FileGroupId = tuple[str, str]
 
 BASE_FILE_EXTENSION = ".parquet"
 _WRITE_TOKEN_RE = re.compile(r"^\d+-\d+-\d+$")
-_INSTANT_RE = re.compile(r"^\d{14}(\d{3})?$")
+_INSTANT_RE = re.compile(r"\A[0-9]{14}(?:[0-9]{3})?\Z")
 
 
 @dataclass(frozen=True, slots=True)

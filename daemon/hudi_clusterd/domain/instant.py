@@ -16,7 +16,8 @@ from hudi_clusterd.errors import TimelineError
 
 INSTANT_TIME_FORMAT = "%Y%m%d%H%M%S%f"  # formatted then cut to milliseconds: yyyyMMddHHmmssSSS
 INSTANT_TIME_LENGTH = 17
-_INSTANT_TIME_RE = re.compile(r"^\d{14}(\d{3})?$")
+# ASCII digits only, and no trailing newline (``$`` would allow one): Java's regexes, which Hudi uses, agree.
+_INSTANT_TIME_RE = re.compile(r"\A[0-9]{14}(?:[0-9]{3})?\Z")
 
 
 class Action(str, Enum):
@@ -58,7 +59,7 @@ _STATE_RANK = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
 # Completed compaction and log compaction are written as commit / deltacommit files.
 _COMPLETED_FILE_ACTION = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT}
 
-_FILE_NAME_RE = re.compile(r"^(\d+)\.([a-z]+)(?:\.([a-z]+))?$")
+_FILE_NAME_RE = re.compile(r"\A([0-9]+)\.([a-z]+)(?:\.([a-z]+))?\Z")
 
 
 @dataclass(frozen=True, slots=True, order=False)
@@ -148,7 +149,10 @@ def parse_instant_time(time: str, tz: tzinfo = UTC) -> datetime:
         raise TimelineError(f"invalid instant time {time!r}: expected 14 or 17 digits")
     if len(time) == 14:
         time += "999"
-    base = datetime.strptime(time[:14], "%Y%m%d%H%M%S").replace(tzinfo=tz)
+    try:
+        base = datetime.strptime(time[:14], "%Y%m%d%H%M%S").replace(tzinfo=tz)
+    except ValueError as e:  # well-formed digits, impossible date (e.g. month 00 or 99)
+        raise TimelineError(f"invalid instant time {time!r}: not a date ({e})") from e
     return base + timedelta(milliseconds=int(time[14:]))
 
 

@@ -57,10 +57,10 @@ class SliceInfo:
     def from_avro(cls, d: Mapping[str, Any]) -> SliceInfo:
         return cls(
             file_id=_req_str(d, "fileId", "HoodieSliceInfo"),
-            partition_path=d.get("partitionPath") or "",
-            data_file_path=d.get("dataFilePath") or "",
-            delta_file_paths=tuple(d.get("deltaFilePaths") or ()),
-            bootstrap_file_path=d.get("bootstrapFilePath") or "",
+            partition_path=_opt_str(d, "partitionPath", "HoodieSliceInfo"),
+            data_file_path=_opt_str(d, "dataFilePath", "HoodieSliceInfo"),
+            delta_file_paths=tuple(_str_item(p, "deltaFilePaths") for p in (d.get("deltaFilePaths") or ())),
+            bootstrap_file_path=_opt_str(d, "bootstrapFilePath", "HoodieSliceInfo"),
             version=int(d.get("version") or 1),
         )
 
@@ -126,7 +126,7 @@ class ClusteringStrategy:
     @classmethod
     def from_avro(cls, d: Mapping[str, Any]) -> ClusteringStrategy:
         return cls(
-            class_name=d.get("strategyClassName") or "",
+            class_name=_opt_str(d, "strategyClassName", "HoodieClusteringStrategy"),
             params={str(k): str(v) for k, v in (d.get("strategyParams") or {}).items()},
             version=int(d.get("version") or 1),
         )
@@ -204,12 +204,31 @@ class RequestedReplaceMetadata:
     @classmethod
     def from_avro(cls, d: Mapping[str, Any]) -> RequestedReplaceMetadata:
         plan = d.get("clusteringPlan")
+        operation = d.get("operationType")
+        if operation is not None:
+            operation = _opt_str(d, "operationType", "HoodieRequestedReplaceMetadata")
         return cls(
-            operation_type=d.get("operationType"),
+            operation_type=operation,
             clustering_plan=ClusteringPlan.from_avro(plan) if plan else None,
             extra_metadata={str(k): str(v) for k, v in (d.get("extraMetadata") or {}).items()},
             version=int(d.get("version") or 1),
         )
+
+
+def _opt_str(d: Mapping[str, Any], key: str, record: str) -> str:
+    """A string field that may be null or absent (read as ""); any other type is a decode error."""
+    value = d.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise MetadataDecodeError(f"{record}.{key} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _str_item(value: Any, key: str) -> str:
+    if not isinstance(value, str):
+        raise MetadataDecodeError(f"{key} must hold strings, got {type(value).__name__}")
+    return value
 
 
 def _req_str(d: Mapping[str, Any], key: str, record: str) -> str:

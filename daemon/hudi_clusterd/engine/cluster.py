@@ -19,7 +19,13 @@ from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session, is_connect_session
 from hudi_clusterd.engine.sorting import sort_for_layout
-from hudi_clusterd.engine.writer import executor_base_path, spark_arrow_schema, spark_error_message, write_file_groups
+from hudi_clusterd.engine.writer import (
+    executor_base_path,
+    literal_read_path,
+    spark_arrow_schema,
+    spark_error_message,
+    write_file_groups,
+)
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.avro_schema import PARTITION_PATH_FIELD, arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.io.base_file_writer import DEFAULT_ROW_GROUP_BYTES, BaseFileWriteSpec
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 MIN_ROW_GROUP_BYTES = 1024 * 1024
+MIN_PARQUET_BYTES = 12  # "PAR1", a 4-byte footer length, "PAR1"
 
 
 def job_group_id(table: HoodieTable, instant: str, index: int) -> str:
@@ -57,10 +64,19 @@ class SparkGroupRunner:
 
     def read_group(self, table: HoodieTable, plan: ClusteringPlan, index: int) -> DataFrame:
         group = plan.input_groups[index]
+        storage = table.storage
+        # one listing per group: Spark silently skips empty files, which would drop a damaged file group
+        listed = {e.path: e.size for e in storage.list_dir(group.partition_path) if not e.is_dir}
         paths = []
         for s in group.slices:
-            rel = table.storage.rel_from_uri(s.data_file_path)  # refuses paths outside the table
-            paths.append(table.storage.full_path(rel) if table.storage.is_local else table.storage.uri(rel))
+            rel = storage.rel_from_uri(s.data_file_path)  # refuses paths outside the table
+            size = listed[rel] if rel in listed else (info.size if (info := storage.info(rel)) else None)
+            if size is None:
+                raise ExecutionError(f"{storage.full_path(rel)}: input file of the plan is missing")
+            if size < MIN_PARQUET_BYTES:
+                raise ExecutionError(f"{storage.full_path(rel)}: {size} bytes, not a Parquet file (empty or "
+                                     "truncated)")
+            paths.append(literal_read_path(storage.full_path(rel) if storage.is_local else storage.uri(rel)))
         df = self.spark.read.option("mergeSchema", "true").parquet(*paths)
         if not table.config.populate_meta_fields or PARTITION_PATH_FIELD not in df.columns:
             # meta columns absent or all null (hoodie.populate.meta.fields=false): every row of a group lives in

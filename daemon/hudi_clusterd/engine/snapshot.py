@@ -24,12 +24,12 @@ def snapshot(spark: SparkSession, table: HoodieTable, as_of: str | None = None) 
 
     A table without committed files gives an empty DataFrame with the table's schema when it is known
     (and no columns otherwise)."""
-    from hudi_clusterd.engine.writer import table_data_schema
+    from hudi_clusterd.engine.writer import literal_read_path, table_data_schema
 
     timeline = table.timeline()
     files = table.file_system_view(timeline).latest_base_files(as_of=as_of)
     if files:
-        paths = sorted(table.storage.uri(f.relative_path) for f in files)
+        paths = sorted(literal_read_path(table.storage.uri(f.relative_path)) for f in files)
         return spark.read.option("mergeSchema", "true").parquet(*paths)
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StructType

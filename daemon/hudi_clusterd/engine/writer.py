@@ -186,13 +186,29 @@ def _layout(rows: DataFrame, operation: str, partitions: int) -> DataFrame:
     return spread.sortWithinPartitions(*keys)
 
 
+_GLOB_CHARS = frozenset("\\[]{}*?")
+
+
+def literal_read_path(path: str) -> str:
+    """``path`` escaped so that Spark's reader, which expands Hadoop glob patterns, reads exactly that file
+    (partition values may hold ``[``, ``{``, ``*``, ``?`` or ``\\``)."""
+    return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
+
+
 def spark_error_message(e: BaseException) -> str:
-    """The useful line of a Spark failure (our ``raise_error`` messages, or the first line)."""
+    """The useful line of a Spark failure: our ``raise_error`` messages, else the first line, or for a bare
+    Py4J wrapper ("An error occurred while calling ...") the innermost Java cause, which names the file."""
     text = str(e)
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for line in lines:
         if "USER_RAISED_EXCEPTION" in line or "record key" in line:
             return line.strip()
-    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
+    first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
+    if first.startswith("An error occurred while calling"):
+        causes = [ln.strip()[len("Caused by:"):].strip() for ln in lines if ln.strip().startswith("Caused by:")]
+        if causes:
+            return causes[-1]
+    return first
 
 
 def insert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, operation: str = "insert",

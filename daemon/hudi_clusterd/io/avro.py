@@ -160,7 +160,7 @@ def decode_requested_replace(data: bytes, source: str) -> RequestedReplaceMetada
     record = decode_ocf(data, source)
     try:
         return RequestedReplaceMetadata.from_avro(record)
-    except (TypeError, ValueError, AttributeError, MetadataDecodeError) as e:
+    except (TypeError, ValueError, AttributeError, OverflowError, MetadataDecodeError) as e:
         raise MetadataDecodeError(f"{source}: not a HoodieRequestedReplaceMetadata record ({e})") from e
 
 

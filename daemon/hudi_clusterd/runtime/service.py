@@ -158,9 +158,12 @@ class TableWorker:
             outcome = result.outcome
         except ClusterdError as e:
             self._failures[instant] = self._failures.get(instant, 0) + 1
-            outcome = "rolled_back" if cancel.is_set() else "failed"
+            # ``cancel`` is also set by the executor itself when one group fails (to stop the others), so only
+            # the daemon stopping means "cancelled, not failed"
+            cancelled = self.daemon.stopping.is_set()
+            outcome = "rolled_back" if cancelled else "failed"
             log.error("clustering failed", instant=instant, error=str(e), attempt=self._failures[instant])
-            if self._failures[instant] >= MAX_ATTEMPTS_PER_PLAN and not cancel.is_set():
+            if self._failures[instant] >= MAX_ATTEMPTS_PER_PLAN and not cancelled:
                 from hudi_clusterd.ops.execute import rollback_clustering
 
                 rollback_clustering(table, instant, purge=True)
@@ -230,12 +233,24 @@ class Daemon:
                 worker.start()
                 log.info("table added", table=name, base_path=worker.spec.base_path)
 
-    def run_once(self) -> None:
-        """One tick per table in this thread (``run --once``), without watchers or worker threads."""
+    def run_once(self) -> list[str]:
+        """One tick per table in this thread (``run --once``), without watchers or worker threads.
+
+        A broken table is logged and skipped, so the others are still served; returns the names of the
+        tables whose tick failed."""
+        failed: list[str] = []
         for spec in self.settings.current.tables:
             worker = TableWorker(spec.name, self)
             with structlog.contextvars.bound_contextvars(table=spec.name):
-                worker.tick()
+                try:
+                    worker.tick()
+                except ClusterdError as e:
+                    log.error("tick failed", error=str(e), retryable=e.retryable)
+                    failed.append(spec.name)
+                except Exception:
+                    log.exception("tick failed unexpectedly")
+                    failed.append(spec.name)
+        return failed
 
     def wake_all(self) -> None:
         for w in list(self.workers.values()):
