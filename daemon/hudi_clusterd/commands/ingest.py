@@ -4,6 +4,8 @@
 
 One commit for everything, or with ``--commit-per-file`` one commit per source file (in one Spark session),
 which is how a stream of small commits, and so small files, is produced for clustering to work on.
+``--operation upsert`` updates rows whose record keys exist (new slices of their file groups) and inserts the
+rest.
 """
 
 from __future__ import annotations
@@ -34,11 +36,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--source", required=True, help="a parquet file, a folder of them, or a glob")
     p.add_argument("--record-key", help="record key column(s), comma-separated (required to create a table)")
     p.add_argument("--partition-by", help="partition column(s), comma-separated (default: not partitioned)")
-    p.add_argument("--precombine", help="precombine column: with --operation insert, the row with its greatest "
-                                        "value wins among rows of one record key")
+    p.add_argument("--precombine", help="precombine column: with --operation insert or upsert, the row with its "
+                                        "greatest value wins among rows of one record key")
     p.add_argument("--table-name", help="table name when creating (default: the base path's folder name)")
-    p.add_argument("--operation", choices=("insert", "bulk_insert"), default="insert",
-                   help="insert (deduplicates by record key) or bulk_insert (keeps every row; default: %(default)s)")
+    p.add_argument("--operation", choices=("insert", "bulk_insert", "upsert"), default="insert",
+                   help="insert (deduplicates by record key), bulk_insert (keeps every row) or upsert (updates "
+                        "existing record keys, inserts the others; default: %(default)s)")
+    p.add_argument("--reject-updates-to-pending-clustering", action="store_true",
+                   help="with upsert: fail instead of updating file groups in a pending clustering plan (by default "
+                        "ingestion wins and the clustering is rolled back)")
+    p.add_argument("--small-file-limit", type=int, default=0,
+                   help="with upsert: new records first fill file groups smaller than this many bytes "
+                        "(hoodie.parquet.small.file.limit; default 0: always new file groups)")
     p.add_argument("--commit-per-file", action="store_true", help="one commit per source file")
     p.add_argument("--hive-style", action="store_true", help="hive-style partition folders (field=value)")
     p.add_argument("--max-file-bytes", type=int, default=None,
@@ -148,6 +157,7 @@ def _read(spark: Any, paths: list[str]) -> Any:
 
 def _ingest(args: argparse.Namespace) -> int:
     from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session
+    from hudi_clusterd.engine.upsert import upsert
     from hudi_clusterd.engine.writer import insert
 
     sources = resolve_sources(args.source)
@@ -156,8 +166,13 @@ def _ingest(args: argparse.Namespace) -> int:
     batches = [[s] for s in sources] if args.commit_per_file else [sources]
     total_rows = 0
     for i, batch in enumerate(batches, 1):
-        instant = insert(spark, table, _read(spark, batch), operation=args.operation,
-                         max_file_bytes=args.max_file_bytes)
+        if args.operation == "upsert":
+            instant = upsert(spark, table, _read(spark, batch), max_file_bytes=args.max_file_bytes,
+                             small_file_limit=args.small_file_limit,
+                             reject_updates_to_pending_clustering=args.reject_updates_to_pending_clustering)
+        else:
+            instant = insert(spark, table, _read(spark, batch), operation=args.operation,
+                             max_file_bytes=args.max_file_bytes)
         rows = _rows_written(table, instant)
         total_rows += rows
         prefix = f"[{i}/{len(batches)}] " if args.commit_per_file else ""

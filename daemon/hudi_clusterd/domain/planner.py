@@ -6,6 +6,8 @@ The rules, as Hudi 0.14/0.15 apply them, and one step beyond:
   ``hoodie.clustering.async.max.commits``; ``force`` skips this check.
 - Eligibility: the latest committed slice of each live file group, base file smaller than
   ``small.file.limit``, group not in a pending clustering or compaction plan (COW has no log files).
+  Beyond Hudi: groups the caller names as hot (updated by the latest upserts) are left out too, so a plan does
+  not claim groups that ingestion keeps rewriting (ingestion wins conflicts, which would drop the plan).
 - Grouping, per partition (size-based strategy): largest first, groups up to ``max.bytes.per.group``,
   ``numOutputFileGroups = ceil(group bytes / target.file.max.bytes)``, at most ``max.num.groups`` over all
   partitions, a single-slice group only when sorting or single-group clustering is on.
@@ -84,11 +86,13 @@ class PlanningResult:
 
 
 def eligible_slices(
-    view: FileSystemView, partitions: Sequence[str], policy: ClusteringPolicy, skipped: dict[str, int]
+    view: FileSystemView, partitions: Sequence[str], policy: ClusteringPolicy, skipped: dict[str, int],
+    hot_groups: Collection[FileGroupId] = (),
 ) -> dict[str, list[FileSlice]]:
-    """Latest committed, small, unclaimed slices per partition."""
+    """Latest committed, small, unclaimed, not hot slices per partition."""
     out: dict[str, list[FileSlice]] = {}
     wanted = set(partitions)
+    hot = set(hot_groups)
     for sl in view.latest_file_slices():
         if sl.partition_path not in wanted:
             continue
@@ -98,6 +102,8 @@ def eligible_slices(
             skipped["in a pending clustering plan"] = skipped.get("in a pending clustering plan", 0) + 1
         elif view.is_pending_compaction(sl.group_id):
             skipped["in a pending compaction"] = skipped.get("in a pending compaction", 0) + 1
+        elif sl.group_id in hot:
+            skipped["recently updated (hot)"] = skipped.get("recently updated (hot)", 0) + 1
         else:
             out.setdefault(sl.partition_path, []).append(sl)
     return out
@@ -192,17 +198,19 @@ def plan_clustering(
     *,
     ranges: RangeLookup | None = None,
     clustered_instants: Collection[str] = (),
+    hot_groups: Collection[FileGroupId] = (),
 ) -> PlanningResult:
     """Build a clustering plan over ``view`` (the trigger is checked by the caller).
 
     ``uri_of`` gives a base file's full path with scheme (what Hudi records in ``dataFilePath``); ``ranges``
     gives the leading sort column's (min, max) per base file, from parquet footers; ``clustered_instants`` are
-    the times of completed clustering instants (their single files are not rewritten alone)."""
+    the times of completed clustering instants (their single files are not rewritten alone); ``hot_groups`` are
+    file groups recent upserts updated, left out of the plan."""
     partitions = select_partitions(view.partitions(), policy, now)
     if not partitions:
         return PlanningResult(None, "no partition passes the partition filters")
     skipped: dict[str, int] = {}
-    by_partition = eligible_slices(view, partitions, policy, skipped)
+    by_partition = eligible_slices(view, partitions, policy, skipped, hot_groups)
     n_eligible = sum(len(v) for v in by_partition.values())
     if n_eligible == 0:
         detail = ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())) or "no file slices"

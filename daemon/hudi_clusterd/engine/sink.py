@@ -14,7 +14,10 @@ Exactly-once across crashes rests on three things:
 - on the first batch after a (re)start, this writer's own pending instants are crash leftovers and are rolled
   back at once, so the replayed batch is written again cleanly.
 
-The table is created on first use when absent (record key required then).
+The table is created on first use when absent (record key required then). ``operation="upsert"`` merges
+each micro-batch into the table (``hudi_clusterd.engine.upsert``); with
+``reject_updates_to_pending_clustering`` a batch that updates file groups under a pending clustering plan fails
+(Hudi's default behaviour for streaming writers) instead of winning over the clustering.
 """
 
 from __future__ import annotations
@@ -88,7 +91,11 @@ class HudiStreamingSink:
         identifier: str | None = None,
         max_file_bytes: int | None = None,
         parallelism: int | None = None,
+        reject_updates_to_pending_clustering: bool = False,
+        small_file_limit: int = 0,
     ) -> None:
+        if operation not in ("insert", "bulk_insert", "upsert"):
+            raise ConfigError(f"unknown write operation {operation!r} (expected insert, bulk_insert or upsert)")
         self.base_path = base_path
         self.record_key = [record_key] if isinstance(record_key, str) else list(record_key or [])
         self.partition_by = list(partition_by)
@@ -100,10 +107,13 @@ class HudiStreamingSink:
         self.identifier = identifier
         self.max_file_bytes = max_file_bytes
         self.parallelism = parallelism
+        self.reject_updates_to_pending_clustering = reject_updates_to_pending_clustering
+        self.small_file_limit = small_file_limit
         self._table: HoodieTable | None = None
         self._last_batch: dict[str, int | None] = {}
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
+        from hudi_clusterd.engine.upsert import upsert
         from hudi_clusterd.engine.writer import insert
 
         spark = batch_df.sparkSession
@@ -124,8 +134,13 @@ class HudiStreamingSink:
             QUERY_ID_KEY: identifier,
             BATCH_ID_KEY: str(batch_id),
         }
-        instant = insert(spark, table, batch_df, operation=self.operation, extra_metadata=extra,
-                         max_file_bytes=self.max_file_bytes, parallelism=self.parallelism)
+        if self.operation == "upsert":
+            instant = upsert(spark, table, batch_df, extra_metadata=extra, max_file_bytes=self.max_file_bytes,
+                             parallelism=self.parallelism, small_file_limit=self.small_file_limit,
+                             reject_updates_to_pending_clustering=self.reject_updates_to_pending_clustering)
+        else:
+            instant = insert(spark, table, batch_df, operation=self.operation, extra_metadata=extra,
+                             max_file_bytes=self.max_file_bytes, parallelism=self.parallelism)
         self._last_batch[identifier] = batch_id
         log.info("micro-batch committed", base_path=self.base_path, batch_id=batch_id, instant=instant)
 

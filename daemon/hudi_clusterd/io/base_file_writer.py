@@ -5,10 +5,13 @@ Given the rows of one task, already grouped by partition path (and ordered as th
 - opens one new file group per partition path: file id ``<prefix>-<n>`` (one random prefix per task, ``n``
   counting the files of the task), write token ``<taskPartitionId>-<stageId>-<taskAttemptId>``, file name
   ``<fileId>_<writeToken>_<instant>.parquet``;
+- or, for rows whose ``FILE_ID_COLUMN`` (``__hudi_file_id``) is set, a new slice of that existing file group
+  (an upsert's copy-on-write merge): one file per run of equal file ids, marker type MERGE, no roll-over;
 - ensures ``.hoodie_partition_metadata`` and creates the file's DIRECT marker *before* the file;
 - fills the five meta columns first: generated for ingestion (``_hoodie_commit_seqno`` =
-  ``<instant>_<taskPartitionId>_<rowIndexInTask>``), or preserved for clustering (only ``_hoodie_file_name``
-  is rewritten), or all null but the file name when the table does not populate meta fields (as Hudi does);
+  ``<instant>_<taskPartitionId>_<rowIndexInTask>``), or preserved for clustering and for rows an upsert carries
+  over (only ``_hoodie_file_name`` is rewritten; a row whose commit time is null is new and gets generated
+  values), or all null but the file name when the table does not populate meta fields (as Hudi does);
 - casts the data columns to the table's file schema (by name, nested too);
 - rolls over to a new file group once the file reaches ``max_file_bytes`` (estimated from the compression
   ratio observed so far, so files land close to the target);
@@ -56,6 +59,7 @@ MIN_RECORD_KEY_FOOTER = "hoodie_min_record_key"
 MAX_RECORD_KEY_FOOTER = "hoodie_max_record_key"
 AVRO_SCHEMA_FOOTER = "parquet.avro.schema"
 WRITER_MODEL_FOOTER = "writer.model.name"
+FILE_ID_COLUMN = "__hudi_file_id"  # optional input column: write these rows as a new slice of this file group
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +71,7 @@ class BaseFileWriteSpec:
     data_schema: pa.Schema  # the table's data columns (no meta columns), in file order
     avro_schema_json: str  # the Avro schema *with* meta fields, for ``parquet.avro.schema``
     populate_meta_fields: bool = True
-    preserve_meta_fields: bool = False  # clustering: keep commit time, seqno, record key, partition path
+    preserve_meta_fields: bool = False  # clustering, upsert merges: keep commit time, seqno (null: generate)
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES
     compression: str = DEFAULT_COMPRESSION
@@ -122,7 +126,8 @@ def constant_strings(value: str, n: int) -> pa.Array:
 class _OpenFile:
     """One base file being written: buffered batches become row groups."""
 
-    def __init__(self, storage: Storage, spec: BaseFileWriteSpec, partition: str, file_id: str, token: str) -> None:
+    def __init__(self, storage: Storage, spec: BaseFileWriteSpec, partition: str, file_id: str, token: str,
+                 io_type: IOType = IOType.CREATE, fixed: bool = False) -> None:
         self.started = time.monotonic()
         self.storage = storage
         self.spec = spec
@@ -131,7 +136,8 @@ class _OpenFile:
         self.name = base_file_name(file_id, token, spec.instant_time)
         self.rel = join_partition(partition, self.name)
         ensure_partition_metadata(storage, partition, spec.instant_time)
-        create_marker(storage, spec.instant_time, partition, self.name, IOType.CREATE)
+        self.fixed = fixed  # a new slice of an existing file group: never rolled over
+        create_marker(storage, spec.instant_time, partition, self.name, io_type)
         self.stream = storage.fs.open_output_stream(storage.full_path(self.rel))
         self.writer = pq.ParquetWriter(self.stream, spec.file_schema, compression=spec.compression,
                                        store_schema=False)
@@ -223,12 +229,21 @@ class BaseFileTaskWriter:
         partitions = batch.column(names.index(PARTITION_PATH_FIELD))
         if partitions.null_count:
             raise ExecutionError(f"write of {self.spec.instant_time}: a row has a null partition path")
-        for start, end in _runs(partitions):
+        file_ids = batch.column(names.index(FILE_ID_COLUMN)) if FILE_ID_COLUMN in names else None
+        keys = partitions if file_ids is None else pc.binary_join_element_wise(
+            partitions.cast(pa.string()), pc.fill_null(file_ids.cast(pa.string()), ""), "\x00")
+        for start, end in _runs(keys):
             partition = str(partitions[start].as_py())
-            if self.current is not None and self.current.partition != partition:
+            file_id = None if file_ids is None else file_ids[start].as_py()
+            current = self.current
+            if current is not None and (current.partition != partition or current.fixed != (file_id is not None)
+                                        or (file_id is not None and current.file_id != file_id)):
                 yield self._close()
             rows = batch.slice(start, end - start)
-            yield from self._append(partition, self._file_batch(rows))
+            if file_id is None:
+                yield from self._append(partition, self._file_batch(rows))
+            else:
+                self._append_to_slice(partition, str(file_id), self._file_batch(rows))
 
     def _append(self, partition: str, batch: pa.RecordBatch) -> Iterator[WrittenFile]:
         """Add rows to the current file, rolling over to a new file group at the size target.
@@ -257,6 +272,17 @@ class BaseFileTaskWriter:
                 self._flush(current)
                 if current.written_bytes >= self.spec.max_file_bytes:
                     yield self._close()
+
+    def _append_to_slice(self, partition: str, file_id: str, batch: pa.RecordBatch) -> None:
+        """Rows of the new slice of file group ``file_id``; every row of that slice must come to this task, in
+        one run (possibly over several batches). The file is closed when the run ends."""
+        if self.current is None:
+            self.current = _OpenFile(self.storage, self.spec, partition, file_id, self.task.token, IOType.MERGE,
+                                     fixed=True)
+        current = self.current
+        current.add(self._with_file_name(batch, current.name))
+        if current.pending_bytes >= self.spec.row_group_bytes:
+            self._flush(current)
 
     def _room(self, current: _OpenFile) -> float:
         """In-memory Arrow bytes that still fit in the current file."""
@@ -295,14 +321,18 @@ class BaseFileTaskWriter:
 
         if not spec.populate_meta_fields:
             meta = [pa.nulls(n, pa.string())] * 4
-        elif spec.preserve_meta_fields:
-            meta = [column(COMMIT_TIME_FIELD), column(COMMIT_SEQNO_FIELD), column(RECORD_KEY_FIELD),
-                    column(PARTITION_PATH_FIELD)]
         else:
             seq = pc.cast(pa.array(np.arange(self.row_index, self.row_index + n, dtype=np.int64)), pa.string())
             prefix = f"{spec.instant_time}_{self.task.partition_id}_"
-            meta = [constant_strings(spec.instant_time, n), pc.binary_join_element_wise(prefix, seq, ""),
-                    column(RECORD_KEY_FIELD), column(PARTITION_PATH_FIELD)]
+            new_time, new_seqno = constant_strings(spec.instant_time, n), pc.binary_join_element_wise(prefix, seq, "")
+            if spec.preserve_meta_fields:
+                old_time, old_seqno = column(COMMIT_TIME_FIELD), column(COMMIT_SEQNO_FIELD)
+                if old_time.null_count:  # rows new in this commit (an upsert's updates and inserts)
+                    fresh = pc.is_null(old_time)
+                    old_time = pc.if_else(fresh, new_time, old_time)
+                    old_seqno = pc.if_else(fresh, new_seqno, old_seqno)
+                new_time, new_seqno = old_time, old_seqno
+            meta = [new_time, new_seqno, column(RECORD_KEY_FIELD), column(PARTITION_PATH_FIELD)]
         self.row_index += n
         data: list[pa.Array] = []
         for field in spec.data_schema:

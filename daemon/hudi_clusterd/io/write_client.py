@@ -162,9 +162,12 @@ def reconcile_markers(table: HoodieTable, instant_time: str, write_stats: Iterab
 
 
 def complete_commit(table: HoodieTable, handle: WriteHandle, write_stats: Iterable[WriteStat], operation: str,
-                    schema_json: str, extra: Mapping[str, str] | None = None) -> CommitMetadata:
+                    schema_json: str, extra: Mapping[str, str] | None = None, *,
+                    validate: Callable[[], None] | None = None) -> CommitMetadata:
     """Publish the commit: ``T.commit`` with the write stats, ``extraMetadata.schema`` and the writer's extra
-    metadata. Fails (and leaves T pending, to be aborted) if T was rolled back meanwhile."""
+    metadata. Fails (and leaves T pending, to be aborted) if T was rolled back meanwhile, or if ``validate``
+    (called under the table lock right before the commit point; an upsert's check that the file groups it
+    merged into were not rewritten meanwhile) raises."""
     stats = list(write_stats)
     reconcile_markers(table, handle.instant_time, stats)
     by_partition: dict[str, list[WriteStat]] = {}
@@ -182,6 +185,8 @@ def complete_commit(table: HoodieTable, handle: WriteHandle, write_stats: Iterab
                                 "process?); the write is lost and must be retried")
         if store.exists(handle.completed):
             raise TimelineError(f"commit {handle.instant_time} is already completed")
+        if validate is not None:
+            validate()
         store.create(handle.completed, meta.to_json_bytes())
     # Committed: what follows is clean-up, and a failure of it must not make the caller abort the commit.
     try:

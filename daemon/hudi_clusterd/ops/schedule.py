@@ -3,6 +3,11 @@
 The plan is computed outside the table lock (listing and footer reads can take a while); under the lock the
 timeline is reloaded, groups that another plan claimed or a commit touched meanwhile are dropped, and the
 requested instant is created with a fresh instant time. Ingestion is never held up for more than that.
+
+File groups that the last ``hot_commits`` completed ingestion commits updated (write stats with
+``numUpdateWrites`` > 0) are hot and left out of the plan: ingestion wins conflicts with clustering, so planning
+them would most likely only get the plan rolled back. They become eligible again once that many commits have
+passed without updating them.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from datetime import UTC, datetime
 
 import structlog
 
+from hudi_clusterd.domain.file_group import FileGroupId
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan, RequestedReplaceMetadata
 from hudi_clusterd.domain.planner import (
@@ -23,11 +29,14 @@ from hudi_clusterd.domain.planner import (
     trigger,
 )
 from hudi_clusterd.domain.policy import ClusteringPolicy
+from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.io.avro import encode_requested_replace
 from hudi_clusterd.io.footers import column_ranges
 from hudi_clusterd.io.table import HoodieTable
 
 log = structlog.get_logger(__name__)
+
+DEFAULT_HOT_COMMITS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +72,18 @@ def schema_columns(table: HoodieTable) -> list[str] | None:
         return None
 
 
+def hot_file_groups(table: HoodieTable, timeline: Timeline, last_commits: int) -> set[FileGroupId]:
+    """File groups updated (``numUpdateWrites`` > 0) by the last ``last_commits`` completed ingestion commits."""
+    out: set[FileGroupId] = set()
+    if last_commits <= 0:
+        return out
+    for inst in timeline.of_actions([Action.COMMIT]).completed().instants[-last_commits:]:
+        for ws in table.timeline_store.commit_metadata(inst).write_stats():
+            if ws.num_update_writes > 0 and ws.file_id:
+                out.add((ws.partition_path or "", ws.file_id))
+    return out
+
+
 def schedule(
     table: HoodieTable,
     policy: ClusteringPolicy,
@@ -70,6 +91,7 @@ def schedule(
     force: bool = False,
     dry_run: bool = False,
     now: datetime | None = None,
+    hot_commits: int = DEFAULT_HOT_COMMITS,
 ) -> ScheduleResult:
     """Plan clustering for ``table`` and save the plan unless ``dry_run``; see the module docstring."""
     now = now or datetime.now(UTC)
@@ -90,7 +112,9 @@ def schedule(
         ranges = lambda bf: found.get(bf.group_id)  # noqa: E731
     clustered = {i.time for i in timeline.of_actions([Action.REPLACE_COMMIT]).completed()
                  if table.is_clustering_instant(i)}
-    planning = plan_clustering(view, policy, now, table.base_file_uri, ranges=ranges, clustered_instants=clustered)
+    hot = hot_file_groups(table, timeline, hot_commits)
+    planning = plan_clustering(view, policy, now, table.base_file_uri, ranges=ranges, clustered_instants=clustered,
+                               hot_groups=hot)
     if planning.plan is None or dry_run:
         return ScheduleResult(decision, planning)
     with table.lock():
