@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted; stopping ...", flush=True)
     finally:
-        query.stop()
+        _stop_between_batches(query)
         if daemon_started.is_set():
             daemon.stop(30.0)
             daemon.join(60.0)
@@ -187,6 +187,18 @@ def run(args: argparse.Namespace) -> int:
     elif temporary:
         print(f"  table kept at {base}")
     return code
+
+
+def _stop_between_batches(query: Any, timeout_s: float = 15.0) -> None:
+    """Stop the query when no micro-batch is running, so the last batch is not interrupted half-written (it
+    would be rolled back, safely, but Spark reports the interruption at length)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = query.status
+        if not status.get("isTriggerActive", False):
+            break
+        time.sleep(0.05)
+    query.stop()
 
 
 def _progress(table: HoodieTable, started: float, metrics: Any) -> None:
