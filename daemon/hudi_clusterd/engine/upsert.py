@@ -38,7 +38,7 @@ from hudi_clusterd.domain.commit import Operation, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
 from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.errors import ClusterdError, CommitConflictError, ExecutionError, UnsupportedTableError
+from hudi_clusterd.errors import CommitConflictError, ExecutionError, UnsupportedTableError
 from hudi_clusterd.io.avro_schema import (
     COMMIT_SEQNO_FIELD,
     COMMIT_TIME_FIELD,
@@ -53,7 +53,7 @@ from hudi_clusterd.io.base_file_writer import (
     BaseFileWriteSpec,
 )
 from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
-from hudi_clusterd.io.write_client import abort, complete_commit, start_commit
+from hudi_clusterd.io.write_client import complete_commit, start_commit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -263,9 +263,9 @@ def upsert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, extra_meta
 
     from hudi_clusterd.engine.writer import (
         _output_partitions,
+        abort_and_raise,
         executor_base_path,
         prepare_insert,
-        spark_error_message,
         table_data_schema,
         write_file_groups,
     )
@@ -327,15 +327,7 @@ def upsert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, extra_meta
             complete_commit(table, handle, stats, Operation.UPSERT, arrow_to_avro_json(schema, config.name),
                             validate=_validator(table, merged, handle.instant_time))
         except BaseException as e:
-            try:
-                abort(table, handle)
-            except Exception as rollback_error:
-                log.error("rollback after a failed upsert failed; it is retried by rollback_failed_writes",
-                          instant=handle.instant_time, error=str(rollback_error))
-            if isinstance(e, ClusterdError) or not isinstance(e, Exception):
-                raise
-            raise ExecutionError(f"upsert into {table.base_path} (instant {handle.instant_time}) failed and was "
-                                 f"rolled back: {spark_error_message(e)}") from e
+            abort_and_raise(table, handle, "upsert", e)
         log.info("upsert committed", instant=handle.instant_time, rows=batch_rows, file_groups_merged=len(merged),
                  updates=sum(updated.values()), inserts=batch_rows - sum(updated.values()))
         return handle.instant_time

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -47,7 +47,7 @@ from hudi_clusterd.io.base_file_writer import (
 )
 from hudi_clusterd.io.storage import Storage
 from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
-from hudi_clusterd.io.write_client import abort, complete_commit, start_commit
+from hudi_clusterd.io.write_client import WriteHandle, abort, complete_commit, start_commit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -195,6 +195,20 @@ def literal_read_path(path: str) -> str:
     return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
 
 
+def abort_and_raise(table: HoodieTable, handle: WriteHandle, operation: str, e: BaseException) -> NoReturn:
+    """Roll back a failed write's instant, then re-raise: our own errors (and interrupts) as they are, anything
+    else as an ``ExecutionError`` that names the table, the instant and Spark's message."""
+    try:
+        abort(table, handle)
+    except Exception as rollback_error:
+        log.error("rollback after a failed write failed; it is retried by rollback_failed_writes",
+                  instant=handle.instant_time, error=str(rollback_error))
+    if isinstance(e, ClusterdError) or not isinstance(e, Exception):
+        raise e
+    raise ExecutionError(f"{operation} into {table.base_path} (instant {handle.instant_time}) failed and was "
+                         f"rolled back: {spark_error_message(e)}") from e
+
+
 def spark_error_message(e: BaseException) -> str:
     """The useful line of a Spark failure: our ``raise_error`` messages, else the first line, or for a bare
     Py4J wrapper ("An error occurred while calling ...") the innermost Java cause, which names the file."""
@@ -243,14 +257,6 @@ def insert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, operation:
         stats = write_file_groups(ordered, spec)
         complete_commit(table, handle, stats, op, avro)
     except BaseException as e:
-        try:
-            abort(table, handle)
-        except Exception as rollback_error:
-            log.error("rollback after a failed write failed; it is retried by rollback_failed_writes",
-                      instant=handle.instant_time, error=str(rollback_error))
-        if isinstance(e, ClusterdError) or not isinstance(e, Exception):
-            raise
-        raise ExecutionError(f"{operation} into {table.base_path} (instant {handle.instant_time}) failed and was "
-                             f"rolled back: {spark_error_message(e)}") from e
+        abort_and_raise(table, handle, operation, e)
     return handle.instant_time
 
