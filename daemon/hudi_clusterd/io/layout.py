@@ -1,9 +1,9 @@
 """Layout quality of a set of parquet files, from their footers only (min/max statistics, never data pages).
 
-**Files-scanned ratio** (the project's yardstick, `../shared/bench/layout.py`): a fixed workload of 600 range
-queries (seed 1), each a window 5 % of a column's domain wide; the ratio is the mean, over queries, of the
-share of files whose min/max box intersects the query. 1.0 means every query reads every file; lower is
-better. The same figure over row groups is the *row-groups-scanned ratio*.
+**Files-scanned ratio** (the project's yardstick; the shared reference script is `bench/layout.py`): a fixed
+workload of 600 range queries (seed 1), each a window 5 % of a column's domain wide; the ratio is the mean, over
+queries, of the share of files whose min/max box intersects the query. 1.0 means every query reads every file;
+lower is better. The same figure over row groups is the *row-groups-scanned ratio*.
 
 Generalisation of the workload to ``k`` sort columns: query ``i`` draws one window start per column,
 uniformly in ``[low, high - width]`` of that column's domain, then constrains only column ``i % (k + 1)``
