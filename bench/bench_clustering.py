@@ -421,11 +421,14 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
     scheduled = timed("plan (schedule, footers)", lambda: schedule(table, policy, force=True, dry_run=True))
     plan = scheduled.plan
     assert plan is not None
-    n_out = max(1, plan.input_groups[0].num_output_file_groups)
-    df = runner.read_group(table, plan, 0)
+    df, input_bytes = runner.read_group(table, plan, 0)
     data_schema = strip_meta_fields(spark_arrow_schema(df))
-    ordered = timed("sample + split keys (count, sample jobs)", lambda: sort_for_layout(
-        df, ("lat", "lon"), policy.layout_strategy, policy.curve_build_method, policy.curve_sample_size, n_out))
+    n_out = timed("output sizing (codec sample)", lambda: runner.output_partitions(
+        table, plan, 0, df, input_bytes, policy.target_file_max_bytes))
+    rows = timed("count", df.count)
+    ordered = timed("sample + split keys (sample job)", lambda: sort_for_layout(
+        df, ("lat", "lon"), policy.layout_strategy, policy.curve_build_method, policy.curve_sample_size, n_out,
+        rows=rows))
     timed("read+key+shuffle+sort (noop sink)", lambda: ordered.write.format("noop").mode("overwrite").save())
 
     def consume(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -441,6 +444,7 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
             avro_schema_json=arrow_to_avro_json(data_schema, table.name, with_meta_fields=True),
             populate_meta_fields=True, preserve_meta_fields=True, max_file_bytes=policy.target_file_max_bytes,
             row_group_bytes=row_group_bytes(policy.target_file_max_bytes), compression=codec,
+            partition_path=plan.input_groups[0].partition_path, expected_task_rows=-(-rows // n_out),
         )
         stats = timed(f"... + write {codec} (the whole group)", lambda spec=spec: write_file_groups(ordered, spec))
         say(f"    {len(stats)} files, {sum(s.file_size_in_bytes for s in stats) / MIB:.0f} MiB")

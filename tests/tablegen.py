@@ -32,13 +32,14 @@ ExtraColumns = Callable[[str, int], Mapping[str, pa.Array]]
 class TableGen:
     """A table plus a clock that hands out increasing instant times."""
 
-    def __init__(self, base: Path, partitioned: bool = True, name: str = "t") -> None:
+    def __init__(self, base: Path, partitioned: bool = True, name: str = "t", compression: str = "snappy") -> None:
         cfg = TableConfig.for_new_table(name=name, record_key_fields=["id"],
                                         partition_fields=["part"] if partitioned else [])
         self.table = HoodieTable.create(str(base), cfg)
         self.base = base
         self.partitioned = partitioned
         self.name = name
+        self.compression = compression
         self._next_id = 0
 
     def next_time(self) -> str:
@@ -90,7 +91,7 @@ class TableGen:
                 depth = partition.count("/") + 1 if partition else 0
                 meta_file.write_text(f"#partition metadata\ncommitTime={t}\npartitionDepth={depth}\n")
             path = folder / name
-            pq.write_table(table, path)
+            pq.write_table(table, path, compression=self.compression)
             size = path.stat().st_size
             stats.setdefault(partition, []).append(WriteStat(
                 file_id, join_partition(partition, name), partition, num_writes=len(xs), num_inserts=len(xs),

@@ -97,6 +97,33 @@ def run(table: HoodieTable, pol: ClusteringPolicy, runner: GroupRunner, **kw: An
     return execute(table, pol, runner, scheduled.instant, layout=clustering_figures, **kw)
 
 
+@pytest.mark.parametrize("strategy", ["LINEAR", "HILBERT"])
+def test_cluster_gzip_input_output_files_near_target_without_remainders(tmp_path: Path, runner: GroupRunner,
+                                                                        strategy: str) -> None:
+    # Given a gzip table (Hudi's default codec) that clustering rewrites with snappy, which is larger on disk
+    rng = random.Random(5)
+    gen = TableGen(tmp_path / "t", partitioned=False, compression="gzip")
+    payload = lambda part, n: {"s": pa.array([f"v{rng.getrandbits(40):x}" for _ in range(n)])}  # noqa: E731
+    for _ in range(6):
+        gen.commit({"": [rng.uniform(0, 100) for _ in range(8_000)]}, extra_columns=payload)
+    target = 160 * KB
+    pol = policy(**{"sort.columns": "x,id", "target.file.max.bytes": str(target),
+                    "hoodie.layout.optimize.strategy": strategy})
+    with_plan = schedule(gen.table, pol, force=True)
+    assert with_plan.plan is not None and with_plan.instant is not None
+    planned = sum(g.num_output_file_groups for g in with_plan.plan.input_groups)
+    # When clustered
+    result = execute(gen.table, pol, runner, with_plan.instant)
+    assert result.outcome == "completed"
+    sizes = sorted(f.stat().st_size for f in (tmp_path / "t").glob(f"*_{result.instant}.parquet"))
+    # Then no file passes the target, none is a small remainder, and the count follows the output's bytes
+    assert all(s <= 1.1 * target for s in sizes), sizes
+    assert all(s >= 0.7 * target for s in sizes[1:]), sizes
+    assert len(sizes) <= -(-sum(sizes) // int(0.8 * target)), (len(sizes), sum(sizes))
+    assert len(sizes) > planned  # snappy output is larger than the gzip input: more files than the plan said
+    assert sorted(r["id"] for r in hudi_rs_rows(tmp_path / "t")) == list(range(48_000))
+
+
 def test_cluster_linear_keeps_every_row_and_meta_and_orders_output(tmp_path: Path, runner: GroupRunner) -> None:
     gen = make_table(tmp_path)
     base, table = gen.base, gen.table

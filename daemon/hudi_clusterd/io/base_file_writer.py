@@ -14,7 +14,9 @@ Given the rows of one task, already grouped by partition path (and ordered as th
   values), or all null but the file name when the table does not populate meta fields (as Hudi does);
 - casts the data columns to the table's file schema (by name, nested too);
 - rolls over to a new file group once the file reaches ``max_file_bytes`` (estimated from the compression
-  ratio observed so far, so files land close to the target);
+  ratio observed so far, so files land close to the target); when told how many rows the task should get
+  (``expected_task_rows``), it splits the task's predicted output into equal files instead, so a task whose
+  output is 1.3 times the target writes two files of 0.65, not one full file and a small remainder;
 - writes Hudi's footers: ``hoodie_min_record_key``/``hoodie_max_record_key`` (when meta fields are populated),
   ``parquet.avro.schema`` (the Avro schema with meta fields) and ``writer.model.name=avro``.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -59,6 +62,8 @@ MIN_RECORD_KEY_FOOTER = "hoodie_min_record_key"
 MAX_RECORD_KEY_FOOTER = "hoodie_max_record_key"
 AVRO_SCHEMA_FOOTER = "parquet.avro.schema"
 WRITER_MODEL_FOOTER = "writer.model.name"
+BALANCE_TOLERANCE = 1.05
+"""How far over the target a file may grow when a task's output is balanced over equal files."""
 FILE_ID_COLUMN = "__hudi_file_id"  # optional input column: write these rows as a new slice of this file group
 
 
@@ -75,6 +80,8 @@ class BaseFileWriteSpec:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES
     compression: str = DEFAULT_COMPRESSION
+    partition_path: str | None = None  # every row's partition, for rows without a partition-path column
+    expected_task_rows: int | None = None  # rows each task should receive (an estimate): balances file sizes
 
     @property
     def file_schema(self) -> pa.Schema:
@@ -205,6 +212,8 @@ class BaseFileTaskWriter:
         self.files_opened = 0
         self.row_index = 0
         self.ratio = 1.0  # on-disk bytes per in-memory Arrow byte, learned as row groups are written
+        self.flushed_rows = 0
+        self.flushed_arrow_bytes = 0
         self.current: _OpenFile | None = None
 
     def write(self, batches: Iterable[pa.RecordBatch]) -> Iterator[WrittenFile]:
@@ -224,6 +233,10 @@ class BaseFileTaskWriter:
 
     def _write_batch(self, batch: pa.RecordBatch) -> Iterator[WrittenFile]:
         names = batch.schema.names
+        if PARTITION_PATH_FIELD not in names and self.spec.partition_path is not None:
+            batch = batch.append_column(PARTITION_PATH_FIELD,
+                                        constant_strings(self.spec.partition_path, batch.num_rows))
+            names = batch.schema.names
         if PARTITION_PATH_FIELD not in names:
             raise ExecutionError(f"write of {self.spec.instant_time}: the rows have no {PARTITION_PATH_FIELD} column")
         partitions = batch.column(names.index(PARTITION_PATH_FIELD))
@@ -246,7 +259,7 @@ class BaseFileTaskWriter:
                 self._append_to_slice(partition, str(file_id), self._file_batch(rows))
 
     def _append(self, partition: str, batch: pa.RecordBatch) -> Iterator[WrittenFile]:
-        """Add rows to the current file, rolling over to a new file group at the size target.
+        """Add rows to the current file, rolling over to a new file group at the file's size limit.
 
         When rows do not fit by the current estimate, the pending rows are written first so the compression
         ratio is measured, then the decision is made again; a file closes once less than 5% of it is left."""
@@ -256,11 +269,13 @@ class BaseFileTaskWriter:
             current = self.current
             assert current is not None
             batch = self._with_file_name(batch, current.name)  # sizes below include the file-name column
-            room = self._room(current)
+            limit = self._file_limit()
+            room = self._room(current, limit)
             if batch.nbytes > room and current.pending:
                 self._flush(current)
-                room = self._room(current)
-            if current.rows and room <= 0.05 * self.spec.max_file_bytes / self.ratio:
+                limit = self._file_limit()
+                room = self._room(current, limit)
+            if current.rows and room <= 0.05 * limit / self.ratio:
                 yield self._close()
                 continue
             take = batch.num_rows
@@ -270,8 +285,26 @@ class BaseFileTaskWriter:
             batch = batch.slice(take)
             if not batch.num_rows and current.pending_bytes >= self.spec.row_group_bytes:
                 self._flush(current)
-                if current.written_bytes >= self.spec.max_file_bytes:
+                if current.written_bytes >= self._file_limit():
                     yield self._close()
+
+    def _file_limit(self) -> float:
+        """On-disk bytes at which the current file closes.
+
+        ``max_file_bytes``, unless the spec tells how many rows the task should get: then, once a row group
+        has taught the bytes per row, the task's predicted output is cut into the fewest equal files of at most
+        ``BALANCE_TOLERANCE`` times the target (a prediction 2% over the target gives one file, not two halves),
+        and the last of them takes whatever comes, up to that bound."""
+        spec = self.spec
+        if not spec.expected_task_rows or not self.flushed_rows:
+            return spec.max_file_bytes
+        bound = spec.max_file_bytes * BALANCE_TOLERANCE
+        per_row = self.flushed_arrow_bytes / self.flushed_rows * self.ratio
+        predicted = spec.expected_task_rows * per_row
+        files = max(1, math.ceil(predicted / bound))
+        if self.files_opened >= files:
+            return bound
+        return min(bound, predicted / files)
 
     def _append_to_slice(self, partition: str, file_id: str, batch: pa.RecordBatch) -> None:
         """Rows of the new slice of file group ``file_id``; every row of that slice must come to this task, in
@@ -284,9 +317,9 @@ class BaseFileTaskWriter:
         if current.pending_bytes >= self.spec.row_group_bytes:
             self._flush(current)
 
-    def _room(self, current: _OpenFile) -> float:
+    def _room(self, current: _OpenFile, limit: float) -> float:
         """In-memory Arrow bytes that still fit in the current file."""
-        return (self.spec.max_file_bytes - current.written_bytes) / self.ratio - current.pending_bytes
+        return (limit - current.written_bytes) / self.ratio - current.pending_bytes
 
     def _open(self, partition: str) -> None:
         file_id = f"{self.prefix}-{self.files_opened}"
@@ -296,10 +329,13 @@ class BaseFileTaskWriter:
     def _flush(self, current: _OpenFile) -> None:
         before = current.written_bytes
         arrow = current.pending_bytes
+        rows = sum(b.num_rows for b in current.pending)
         current.flush()
         if arrow > 0:
             observed = (current.written_bytes - before) / arrow
             self.ratio = max(observed, 0.01)
+            self.flushed_rows += rows
+            self.flushed_arrow_bytes += arrow
 
     def _close(self) -> WrittenFile:
         assert self.current is not None

@@ -76,6 +76,43 @@ def test_writer_rolls_over_at_max_file_bytes(tmp_path: Path) -> None:
     assert sorted(ids) == list(range(20_000))
 
 
+def _write_sizes(tmp_path: Path, rows: int, **kw: object) -> list[int]:
+    spec = _spec(tmp_path, max_file_bytes=40_000, row_group_bytes=4_000, compression="none", **kw)
+    batches = [_rows(list(range(i, min(i + 500, rows))), "p") for i in range(0, rows, 500)]
+    files = list(BaseFileTaskWriter(spec, TaskIds(0, 1, 2)).write(batches))
+    ids = [i for f in files for i in pq.read_table(tmp_path / f.path, columns=["id"]).column("id").to_pylist()]
+    assert sorted(ids) == list(range(rows))
+    return [f.size for f in files]
+
+
+def test_writer_expected_rows_split_output_into_equal_files(tmp_path: Path) -> None:
+    # Given a task whose output is about 1.3 times the target: rolling at the target alone leaves a small remainder
+    per_row = sum(_write_sizes(tmp_path / "probe", 2_000)) / 2_000
+    rows = int(40_000 * 1.3 / per_row)
+    plain = _write_sizes(tmp_path / "plain", rows)
+    assert len(plain) == 2 and min(plain) < 0.45 * max(plain)
+    # When the writer is told how many rows the task gets
+    balanced = _write_sizes(tmp_path / "balanced", rows, expected_task_rows=rows)
+    # Then it writes as many files, of about equal size, each within the target
+    assert len(balanced) == 2
+    assert max(balanced) <= 40_000 * 1.25
+    assert min(balanced) >= 0.8 * max(balanced)
+
+
+def test_writer_more_rows_than_expected_fill_the_last_file_to_the_target(tmp_path: Path) -> None:
+    # Given an estimate far below the rows that come, no file exceeds the target and no file is tiny but the last
+    sizes = _write_sizes(tmp_path, 12_000, expected_task_rows=1_000)
+    assert all(s <= 40_000 * 1.25 for s in sizes)
+    assert all(s >= 40_000 * 0.6 for s in sizes[:-1])
+
+
+def test_writer_constant_partition_path_for_rows_without_the_column(tmp_path: Path) -> None:
+    batch = _rows([1, 2], "x").drop_columns(["_hoodie_partition_path"])
+    files = list(BaseFileTaskWriter(_spec(tmp_path, partition_path="a=1"), TaskIds(0, 1, 2)).write([batch]))
+    assert [f.partition_path for f in files] == ["a=1"]
+    assert pq.read_table(tmp_path / files[0].path).column("_hoodie_partition_path").to_pylist() == ["a=1"] * 2
+
+
 def test_writer_preserve_mode_keeps_meta_and_rewrites_file_name(tmp_path: Path) -> None:
     batch = _rows([1, 2], "p").append_column("_hoodie_commit_time", pa.array(["20230101000000000"] * 2)) \
         .append_column("_hoodie_commit_seqno", pa.array(["20230101000000000_0_5", "20230101000000000_0_6"])) \
