@@ -79,6 +79,7 @@ from hudi_clusterd.io.layout import files_scanned_ratio  # noqa: E402
 from hudi_clusterd.io.table import HoodieTable  # noqa: E402
 from hudi_clusterd.ops.execute import execute  # noqa: E402
 from hudi_clusterd.ops.schedule import schedule  # noqa: E402
+from procstats import CpuMeter  # noqa: E402
 
 COLUMNS = ("lat", "lon")
 MIB = 1 << 20
@@ -421,11 +422,11 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
     scheduled = timed("plan (schedule, footers)", lambda: schedule(table, policy, force=True, dry_run=True))
     plan = scheduled.plan
     assert plan is not None
-    df, input_bytes = runner.read_group(table, plan, 0)
+    df = runner.read_group(table, plan, 0)
     data_schema = strip_meta_fields(spark_arrow_schema(df))
-    n_out = timed("output sizing (codec sample)", lambda: runner.output_partitions(
-        table, plan, 0, df, input_bytes, policy.target_file_max_bytes))
     rows = timed("count", df.count)
+    n_out = timed("output sizing (sample)", lambda: runner.output_partitions(
+        table, plan, 0, rows, policy.target_file_max_bytes))
     ordered = timed("sample + split keys (sample job)", lambda: sort_for_layout(
         df, ("lat", "lon"), policy.layout_strategy, policy.curve_build_method, policy.curve_sample_size, n_out,
         rows=rows))
@@ -481,13 +482,14 @@ def _fmt(value: float | None, spec: str = ".1f") -> str:
 
 def print_table(results: dict[str, dict[str, Any]], repeat: int) -> None:
     base = results.get(BASELINE, {}).get("median_s")
-    say(f"\n| case | median s | min s | files out | files-scanned ratio | x plain Spark | peak driver RSS MiB "
-        f"| peak workers RSS MiB |   (medians of {repeat})")
-    say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    say(f"\n| case | median s | min s | x plain Spark | cpu s | cpu x plain Spark | files out | files-scanned ratio "
+        f"| peak driver RSS MiB | peak workers RSS MiB |   (medians of {repeat})")
+    say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results.values():
         ratio = r["median_s"] / base if base else None
-        say(f"| {r['label']} | {_fmt(r['median_s'])} | {_fmt(r['min_s'])} | {r['layout']['files']} "
-            f"| {r['layout']['files_scanned_ratio']:.3f} | {_fmt(ratio, '.2f')} "
+        say(f"| {r['label']} | {_fmt(r['median_s'])} | {_fmt(r['min_s'])} | {_fmt(ratio, '.2f')} "
+            f"| {_fmt(r['median_cpu_s'])} | {_fmt(r['cpu_ratio_to_plain_spark'], '.2f')} | {r['layout']['files']} "
+            f"| {r['layout']['files_scanned_ratio']:.3f} "
             f"| {r['peak_rss']['driver_mib']:.0f} | {r['peak_rss']['python_workers_mib']:.0f} |")
 
 
@@ -541,9 +543,12 @@ def timing_mode(args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
     runs: dict[str, list[Run]] = {name: [] for name in cases}
     layouts: dict[str, dict[str, Any]] = {}
     load_before = load_info()
+    meter = CpuMeter()
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
     for round_no in range(1, args.repeat + 1):
         for name in cases:
             dst = work / name
+            cpu_start = meter.seconds()
             if name in OURS:
                 run = run_ours(runner, fresh_copy(hudi_cache, dst), policies[name])
             elif name == "delta":
@@ -554,16 +559,21 @@ def timing_mode(args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
             else:
                 run = run_spark(spark, [str(p) for p in sources], dst, n,
                                 "gzip" if name == "spark-gzip" else None)
+            cpu_end = meter.seconds()
+            if cpu_start is not None and cpu_end is not None:
+                cpu[name].append(cpu_end - cpu_start)
             runs[name].append(run)
             if run.rows is not None and run.rows != args.rows:
                 say(f"  WARNING: {name} wrote {run.rows:,} rows, expected {args.rows:,}")
             if round_no == args.repeat:
                 layouts[name] = layout_figures(run.files, reference)
             phases = "".join(f", {k} {v:.1f}" for k, v in run.phases.items() if k.endswith("_s"))
-            say(f"round {round_no}/{args.repeat}: {name}: {run.seconds:.1f} s, {len(run.files)} files{phases}, "
+            used = f", cpu {cpu[name][-1]:.1f} s" if cpu[name] else ""
+            say(f"round {round_no}/{args.repeat}: {name}: {run.seconds:.1f} s{used}, {len(run.files)} files{phases}, "
                 f"peak driver RSS {run.rss.driver / MIB:.0f} MiB  (load {os.getloadavg()[0]:.1f})")
             shutil.rmtree(dst, ignore_errors=True)
     load_after = load_info()
+    meter.close()
     profile: dict[str, float] = {}
     if args.profile:
         say("profiling our Hilbert clustering step by step (one pass) ...")
@@ -580,13 +590,18 @@ def timing_mode(args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
         results[name] = {
             "label": LABELS[name], "seconds": [round(t, 3) for t in times],
             "median_s": round(statistics.median(times), 3), "min_s": round(min(times), 3),
+            "cpu_seconds": [round(c, 2) for c in cpu[name]],
+            "median_cpu_s": round(statistics.median(cpu[name]), 2) if cpu[name] else None,
             "layout": layouts[name], "peak_rss": peak.to_dict(),
             "rows_written": runs[name][-1].rows,
             "phases": [{k: round(v, 3) for k, v in r.phases.items()} for r in runs[name]],
         }
     base = results.get(BASELINE, {}).get("median_s")
+    base_cpu = results.get(BASELINE, {}).get("median_cpu_s")
     for entry in results.values():
         entry["ratio_to_plain_spark"] = round(entry["median_s"] / base, 3) if base else None
+        cpu_s = entry["median_cpu_s"]
+        entry["cpu_ratio_to_plain_spark"] = round(cpu_s / base_cpu, 3) if base_cpu and cpu_s else None
     source_layout = layout_figures([str(p) for p in sources], reference)
     say(f"\nrows={args.rows:,} files={args.files} input={input_bytes / MIB:.0f} MiB (hudi {hudi_bytes / MIB:.0f} MiB) "
         f"target=8 MiB master={args.master} driver.memory={args.driver_memory}; load before {load_before['loadavg']} "

@@ -18,7 +18,7 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session, is_connect_session
-from hudi_clusterd.engine.sizing import codec_ratio, output_file_groups
+from hudi_clusterd.engine.sizing import output_bytes_per_row, output_file_groups
 from hudi_clusterd.engine.sorting import sort_for_layout
 from hudi_clusterd.engine.writer import (
     executor_base_path,
@@ -30,7 +30,6 @@ from hudi_clusterd.engine.writer import (
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.avro_schema import FILE_NAME_FIELD, PARTITION_PATH_FIELD, arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.io.base_file_writer import DEFAULT_ROW_GROUP_BYTES, BaseFileWriteSpec
-from hudi_clusterd.io.footers import parquet_codec
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.execute import Engine
 from hudi_clusterd.ops.layout import clustering_figures, snapshot_ratio
@@ -68,16 +67,14 @@ class SparkGroupRunner:
         self._active: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
-    def read_group(self, table: HoodieTable, plan: ClusteringPlan, index: int) -> tuple[DataFrame, int]:
+    def read_group(self, table: HoodieTable, plan: ClusteringPlan, index: int) -> DataFrame:
         """The group's rows, without the two meta columns the writer sets anyway (``_hoodie_file_name`` is
-        rewritten, ``_hoodie_partition_path`` is the group's partition): they would only widen the shuffle.
-        Also returns the input's bytes on disk."""
+        rewritten, ``_hoodie_partition_path`` is the group's partition): they would only widen the shuffle."""
         group = plan.input_groups[index]
         storage = table.storage
         # one listing per group: Spark silently skips empty files, which would drop a damaged file group
         listed = {e.path: e.size for e in storage.list_dir(group.partition_path) if not e.is_dir}
         paths = []
-        total = 0
         for s in group.slices:
             rel = storage.rel_from_uri(s.data_file_path)  # refuses paths outside the table
             size = listed[rel] if rel in listed else (info.size if (info := storage.info(rel)) else None)
@@ -86,27 +83,27 @@ class SparkGroupRunner:
             if size < MIN_PARQUET_BYTES:
                 raise ExecutionError(f"{storage.full_path(rel)}: {size} bytes, not a Parquet file (empty or "
                                      "truncated)")
-            total += size
             paths.append(literal_read_path(storage.full_path(rel) if storage.is_local else storage.uri(rel)))
         df = self.spark.read.option("mergeSchema", "true").parquet(*paths)
-        return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD), total
+        return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD)
 
-    def output_partitions(self, table: HoodieTable, plan: ClusteringPlan, index: int, df: DataFrame,
-                          input_bytes: int, target_file_bytes: int) -> int:
-        """The plan's output file groups, re-sized when clustering writes another codec than the input's."""
+    def output_partitions(self, table: HoodieTable, plan: ClusteringPlan, index: int, rows: int,
+                          target_file_bytes: int) -> int:
+        """How many output file groups the group's ``rows`` make at the target size, from a sample written
+        as the output will be (`sizing`); the plan's own figure when the sample cannot be read."""
         group = plan.input_groups[index]
         planned = max(1, group.num_output_file_groups)
-        first = table.storage.rel_from_uri(group.slices[0].data_file_path)
-        input_codec = parquet_codec(table.storage, first)
-        if input_codec is None:
+        storage = table.storage
+        per_row = output_bytes_per_row(
+            self.spark, executor_base_path(storage), [storage.rel_from_uri(s.data_file_path) for s in group.slices],
+            CLUSTERING_COMPRESSION, row_group_bytes(target_file_bytes), plan.strategy.sort_columns,
+            (FILE_NAME_FIELD, PARTITION_PATH_FIELD))
+        if per_row is None:
             return planned
-        ratio = codec_ratio(df, input_codec, CLUSTERING_COMPRESSION, row_group_bytes(target_file_bytes))
-        if ratio == 1.0:
-            return planned
-        n = output_file_groups(input_bytes, ratio, target_file_bytes)
-        log.info("output file groups re-sized for the codec", table=table.name, group=index, planned=planned,
-                 output_file_groups=n, input_codec=input_codec, output_codec=CLUSTERING_COMPRESSION,
-                 ratio=round(ratio, 3))
+        n = output_file_groups(rows, per_row, target_file_bytes)
+        if n != planned:
+            log.info("output file groups sized from a sample", table=table.name, group=index, planned=planned,
+                     output_file_groups=n, bytes_per_row=round(per_row, 1))
         return n
 
     def _start_job(self, job_group: str, description: str, index: int) -> None:
@@ -136,10 +133,10 @@ class SparkGroupRunner:
         with self._lock:
             self._active.setdefault(instant, set()).add(job_group)
         try:
-            df, input_bytes = self.read_group(table, plan, index)
+            df = self.read_group(table, plan, index)
             data_schema = strip_meta_fields(spark_arrow_schema(df))
-            n_out = self.output_partitions(table, plan, index, df, input_bytes, policy.target_file_max_bytes)
             rows = df.count()
+            n_out = self.output_partitions(table, plan, index, rows, policy.target_file_max_bytes)
             columns = plan.strategy.sort_columns
             if columns:
                 ordered = sort_for_layout(df, columns, policy.layout_strategy, policy.curve_build_method,

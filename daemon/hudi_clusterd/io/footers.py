@@ -55,12 +55,3 @@ def column_ranges(
         results = pool.map(lambda bf: (bf.group_id, _file_range(storage, bf, column)), todo)
         return dict(results)
 
-
-def parquet_codec(storage: Storage, relative_path: str) -> str | None:
-    """The compression codec of a parquet file's first column chunk (lower case, as pyarrow names codecs:
-    ``gzip``, ``snappy``, ``zstd``, ``uncompressed``…); None for a file without row groups or columns."""
-    with storage.fs.open_input_file(storage.full_path(relative_path)) as f:
-        md = pq.ParquetFile(f).metadata
-    if md.num_row_groups == 0 or md.num_columns == 0:
-        return None
-    return str(md.row_group(0).column(0).compression).lower()
