@@ -77,7 +77,7 @@ def test_writer_rolls_over_at_max_file_bytes(tmp_path: Path) -> None:
 
 
 def _write_sizes(tmp_path: Path, rows: int, **kw: object) -> list[int]:
-    spec = _spec(tmp_path, max_file_bytes=40_000, row_group_bytes=4_000, compression="none", **kw)
+    spec = _spec(tmp_path, max_file_bytes=40_000, row_group_bytes=12_000, compression="none", **kw)
     batches = [_rows(list(range(i, min(i + 500, rows))), "p") for i in range(0, rows, 500)]
     files = list(BaseFileTaskWriter(spec, TaskIds(0, 1, 2)).write(batches))
     ids = [i for f in files for i in pq.read_table(tmp_path / f.path, columns=["id"]).column("id").to_pylist()]
