@@ -30,13 +30,17 @@ with gzip / snappy / zstd: whatever codec the runner uses) to show where the tim
 
 ``--memory-gb 2`` instead generates about 2 GB of input (34M rows in 400 files), ingests it, clusters it once
 (Hilbert, sample build) with ``spark.driver.memory=1g`` and reports the driver's peak RSS (goal < 1.5 GB) and
-the time, next to plain Spark on the same rows.
+the time, next to plain Spark on the same rows. In ``local[2]`` the driver's JVM is also the executor, so its
+RSS includes the executor's sort buffers and shuffle; ``--standalone 4g`` runs the same on a standalone master
+and one worker started on 127.0.0.1 (pyspark's ``bin/spark-class``), as a cluster deployment would, and reports
+the driver and the executor apart.
 
     python bench/bench_clustering.py                          # 4M rows / 200 files, 3 rounds
     python bench/bench_clustering.py --rows 400000 --files 20 --repeat 1
     python bench/bench_clustering.py --cases spark,hilbert --skip-delta
     python bench/bench_clustering.py --cases spark,hilbert --repeat 1 --profile
     python bench/bench_clustering.py --memory-gb 2
+    python bench/bench_clustering.py --memory-gb 2 --standalone 4g
 
 Prints a table and writes ``bench/out/clustering.json`` (``clustering_memory.json`` in memory mode).
 """
@@ -218,9 +222,17 @@ def descendants(root: int) -> dict[int, str]:
 
 
 def jvm_pid() -> int | None:
-    """The Spark JVM this process launched (a ``java`` descendant)."""
-    found = [pid for pid, comm in descendants(os.getpid()).items() if comm == "java"]
+    """The Spark driver JVM this process launched: the ``java`` descendant running ``SparkSubmit`` (not a
+    standalone master or worker that ``--standalone`` started)."""
+    found = [pid for pid, comm in descendants(os.getpid()).items() if comm == "java" and is_spark_submit(pid)]
     return min(found) if found else None
+
+
+def is_spark_submit(pid: int) -> bool:
+    try:
+        return b"org.apache.spark.deploy.SparkSubmit" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def rss_bytes(pid: int | str) -> int:
@@ -240,12 +252,26 @@ class RssPeaks:
     python: int = 0
     jvm: int = 0
     workers: int = 0  # the Spark Python workers (children of the JVM), summed
+    executor: int = 0  # a standalone executor JVM (not ours: the worker's child), when there is one
     samples: int = 0
 
     def to_dict(self) -> dict[str, float]:
         return {"driver_mib": round(self.driver / MIB, 1), "python_mib": round(self.python / MIB, 1),
                 "jvm_mib": round(self.jvm / MIB, 1), "python_workers_mib": round(self.workers / MIB, 1),
-                "samples": self.samples}
+                "executor_jvm_mib": round(self.executor / MIB, 1), "samples": self.samples}
+
+
+def executor_pids() -> list[int]:
+    """Standalone executor JVMs on this machine (``CoarseGrainedExecutorBackend``)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"CoarseGrainedExecutorBackend" in (entry / "cmdline").read_bytes():
+                    out.append(int(entry.name))
+            except OSError:
+                continue
+    return out
 
 
 @contextmanager
@@ -257,12 +283,15 @@ def sample_rss(interval_s: float = SAMPLE_INTERVAL_S) -> Iterator[RssPeaks]:
 
     def sample() -> None:
         workers: list[int] = []
+        executors: list[int] = []
         last_scan = 0.0
         while True:
             now = time.monotonic()
             if jvm is not None and now - last_scan > 1.0:  # workers come and go; rescan each second
                 workers = [pid for pid, comm in descendants(jvm).items() if comm.startswith("python")]
+                executors = executor_pids()
                 last_scan = now
+            peaks.executor = max(peaks.executor, sum(rss_bytes(pid) for pid in executors))
             py, jv = rss_bytes("self"), rss_bytes(jvm) if jvm is not None else 0
             wk = sum(rss_bytes(pid) for pid in workers)
             peaks.python, peaks.jvm = max(peaks.python, py), max(peaks.jvm, jv)
@@ -630,6 +659,20 @@ def timing_mode(args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
 
 
 def memory_mode(args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
+    if not args.standalone:
+        return memory_run(args, cases)
+    sys.path.insert(0, str(REPO))
+    from tests.spark_cluster import standalone_cluster
+
+    with standalone_cluster(args.out / "standalone", cores=2, memory=args.standalone) as url:
+        say(f"standalone master {url}: one worker, 2 cores, {args.standalone}")
+        args.master = url
+        args.conf = [*args.conf, "spark.driver.host=127.0.0.1", "spark.driver.bindAddress=127.0.0.1",
+                     "spark.cores.max=2", f"spark.executor.memory={args.executor_memory}"]
+        return memory_run(args, cases)
+
+
+def memory_run(args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
     shared = args.shared.resolve()
     rows = args.rows_given or int(round(args.memory_gb * GIB / REFERENCE_BYTES_PER_ROW / 1e5) * 1e5)
     files = args.files_given or 400
@@ -671,12 +714,14 @@ def memory_mode(args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
     spark.stop()
     say(f"\nmemory mode: {rows:,} rows, source {input_bytes / GIB:.2f} GiB, hudi table {hudi_bytes / GIB:.2f} GiB, "
         f"driver.memory={args.driver_memory}; goal: peak driver RSS < 1536 MiB")
-    say("| case | seconds | files out | files-scanned ratio | peak driver RSS MiB (python + JVM) | workers MiB |")
-    say("| --- | ---: | ---: | ---: | ---: | ---: |")
+    say("| case | seconds | files out | files-scanned ratio | peak driver RSS MiB (python + JVM) | workers MiB "
+        "| executor JVM MiB |")
+    say("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results.values():
         p = r["peak_rss"]
         say(f"| {r['label']} | {r['seconds']:.1f} | {r['files']} | {r['files_scanned_ratio']:.3f} "
-            f"| {p['driver_mib']:.0f} ({p['python_mib']:.0f} + {p['jvm_mib']:.0f}) | {p['python_workers_mib']:.0f} |")
+            f"| {p['driver_mib']:.0f} ({p['python_mib']:.0f} + {p['jvm_mib']:.0f}) | {p['python_workers_mib']:.0f} "
+            f"| {p['executor_jvm_mib']:.0f} |")
     return {
         "mode": "memory",
         "config": {"rows": rows, "input_files": len(sources), "input_bytes": input_bytes,
@@ -709,6 +754,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-gb", type=float, default=None,
                         help="memory mode: generate about this many GB of input, cluster it once (Hilbert) and "
                              "report the driver's peak RSS")
+    parser.add_argument("--standalone", metavar="WORKER_MEMORY", default=None,
+                        help="memory mode: run on a Spark standalone master + one worker (2 cores, this much "
+                             "memory) started on 127.0.0.1 from pyspark's bin/spark-class, so the driver is a "
+                             "process of its own as in a cluster deployment (e.g. 4g)")
+    parser.add_argument("--executor-memory", default="3g", help="spark.executor.memory with --standalone")
     parser.add_argument("--profile", action="store_true",
                         help="afterwards, time the steps of our Hilbert clustering one by one (one pass)")
     parser.add_argument("--sample-size", type=int, default=200_000, help="curve sample size (Hudi's default)")

@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,58 +15,19 @@ import pytest
 from tests.integration.daemon_harness import free_port, wait_for
 from tests.integration.test_clustering import assert_no_orphans, hudi_rs_rows, without_file_name
 from tests.integration.test_daemon import commit_some, completed_clusterings
+from tests.spark_cluster import ClusterUnavailable, spark_home, standalone_cluster, start_logged
 from tests.tablegen import TableGen
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 
-def _spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent
-
-
-def _start(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    out = open(log, "wb")  # noqa: SIM115 - inherited by the child, closed with it
-    return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-
 @pytest.fixture
 def standalone(tmp_path: Path) -> Iterator[str]:
-    home = _spark_home()
-    spark_class = home / "bin" / "spark-class"
-    if not spark_class.exists() or shutil.which("java") is None:
-        pytest.skip("pyspark's bin/spark-class or java is not available")
-    port, ui, worker_ui = free_port(), free_port(), free_port()
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_MASTER_HOST": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(tmp_path / "work"),
-           "SPARK_LOCAL_DIRS": str(tmp_path / "local")}
-    master = _start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                     "--port", str(port), "--webui-port", str(ui)], tmp_path / "master.log", env)
-    url = f"spark://127.0.0.1:{port}"
-    worker = _start([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                     "--cores", "2", "--memory", "1g", "--webui-port", str(worker_ui),
-                     "--work-dir", str(tmp_path / "work")], tmp_path / "worker.log", env)
-
-    def worker_registered() -> bool:
-        try:
-            page = urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2).read().decode()
-        except OSError:
-            return False
-        return '"aliveworkers" : 1' in page or '"aliveworkers":1' in page
-
     try:
-        wait_for(worker_registered, 90, "the standalone worker to register")
-        yield url
-    finally:
-        for proc in (worker, master):
-            proc.terminate()
-        for proc in (worker, master):
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        with standalone_cluster(tmp_path) as url:
+            yield url
+    except ClusterUnavailable as e:
+        pytest.skip(str(e))
 
 
 def run_once_against(tmp_path: Path, master: str, *conf: str) -> Path:
@@ -109,13 +69,13 @@ def test_daemon_clusters_on_standalone_master(tmp_path: Path, standalone: str) -
 
 @pytest.fixture
 def connect_server(tmp_path: Path) -> Iterator[str]:
-    home = _spark_home()
+    home = spark_home()
     submit = home / "bin" / "spark-submit"
     if not submit.exists() or shutil.which("java") is None or not list((home / "jars").glob("spark-connect_*.jar")):
         pytest.skip("pyspark's spark-submit, its Spark Connect server jar, or java is not available")
     port = free_port()
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    server = _start([str(submit), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+    server = start_logged([str(submit), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
                      "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
                      "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
                      "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
