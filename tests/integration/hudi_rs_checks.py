@@ -85,3 +85,17 @@ def assert_table_layout(base: Path, *, meta_fields: bool = True) -> None:
     assert not [p.name for p in (base / ".hoodie").iterdir() if p.name.endswith((".inflight", ".requested"))
                 and not (base / ".hoodie" / (p.name.split(".")[0] + ".commit")).exists()
                 and ".rollback" not in p.name], "pending instants left behind"
+
+
+def assert_no_orphan_files(base: Path) -> int:
+    """Every data file is named by a write stat of a completed commit or replacecommit (files of failed or
+    rolled-back attempts are gone; replaced file groups stay until a cleaner runs). Returns how many are named."""
+    referenced: set[str] = set()
+    hoodie = base / ".hoodie"
+    for f in [*hoodie.glob("*.commit"), *hoodie.glob("*.replacecommit")]:
+        for stats in json.loads(f.read_text()).get("partitionToWriteStats", {}).values():
+            referenced.update(ws["path"] for ws in stats)
+    orphans = sorted(rel for f in base.rglob("*.parquet")
+                     if not (rel := f.relative_to(base).as_posix()).startswith(".hoodie") and rel not in referenced)
+    assert not orphans, f"{len(orphans)} orphan data file(s), named by no completed commit: {orphans[:5]}"
+    return len(referenced)

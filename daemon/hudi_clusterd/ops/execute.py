@@ -6,8 +6,10 @@
    one inflight under a live owner is left alone, so two daemons never execute the same plan.
 2. Run: groups go to a thread pool of ``min(groups, hoodie.clustering.max.parallelism)`` threads; each group
    is one job of the shared engine, which writes new file groups (markers first) and returns write stats.
-3. Complete, under the lock: re-check that no commit completed, and no pending ingestion is writing, on the
-   plan's file groups since it was planned; on a conflict ingestion wins (roll back, drop the plan). Otherwise
+3. Complete: delete files that have a marker of this instant but no write stat (failed or duplicate task
+   attempts, or a writer of a dead earlier attempt that outlived its driver); then, under the lock, re-check
+   that no commit completed, and no pending ingestion is writing, on the plan's file groups since it was
+   planned; on a conflict ingestion wins (roll back, drop the plan). Otherwise
    write ``T.replacecommit`` (operationType CLUSTER, stats for every new file, every input group replaced,
    ``extraMetadata.schema``), then remove markers and heartbeat.
 4. Failure of any group fails the instant: roll back (files from markers, the inflight file) and keep the
@@ -39,7 +41,8 @@ from hudi_clusterd.errors import ClusterdError, CommitConflictError, ExecutionEr
 from hudi_clusterd.io.markers import delete_markers, list_markers
 from hudi_clusterd.io.rollback import RollbackResult, rollback_pending
 from hudi_clusterd.io.table import HoodieTable, PendingPlan
-from hudi_clusterd.io.timeline_store import HEARTBEAT_FOLDER
+from hudi_clusterd.io.timeline_store import HEARTBEAT_FOLDER, TEMP_FOLDER
+from hudi_clusterd.io.write_client import reconcile_markers
 
 log = structlog.get_logger(__name__)
 
@@ -171,9 +174,30 @@ def owner_alive(table: HoodieTable, instant: str, timeout_s: float = HEARTBEAT_T
     return True
 
 
+def clean_completed_leftovers(table: HoodieTable, timeline: Timeline) -> list[str]:
+    """Remove the markers and heartbeat of completed clustering instants whose executor died between the commit
+    point and its clean-up (readers never look at them, but they would stay forever and look pending). Returns
+    the instant times cleaned."""
+    leftovers = {e.name for e in table.storage.list_dir(TEMP_FOLDER) if e.is_dir}
+    leftovers |= {e.name for e in table.storage.list_dir(HEARTBEAT_FOLDER) if not e.is_dir}
+    completed = {i.time for i in timeline.of_actions([Action.REPLACE_COMMIT]).completed()
+                 if i.time in leftovers and table.is_clustering_instant(i)}
+    cleaned: list[str] = []
+    for instant in sorted(completed):
+        if owner_alive(table, instant):
+            continue  # its executor is finishing the clean-up itself
+        delete_markers(table.storage, instant)
+        table.storage.delete(heartbeat_rel(instant))
+        log.warning("removed markers and heartbeat left by a completed clustering", instant=instant)
+        cleaned.append(instant)
+    return cleaned
+
+
 def recover_abandoned(table: HoodieTable, timeline: Timeline | None = None) -> list[RollbackResult]:
-    """Roll back clustering left inflight by executors that died (their plans stay requested for a retry)."""
+    """Roll back clustering left inflight by executors that died (their plans stay requested for a retry), and
+    clean up after completed ones that died before removing their markers and heartbeat."""
     out: list[RollbackResult] = []
+    clean_completed_leftovers(table, timeline or table.timeline())
     for p in table.pending_clustering_plans(timeline):
         if p.instant.state is State.INFLIGHT and not owner_alive(table, p.instant.time):
             with table.lock():
@@ -309,6 +333,7 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats: list
     """Write the completed replacecommit under the lock, after the conflict check."""
     if not stats:
         raise ExecutionError(f"clustering {instant} produced no files; refusing to replace its input")
+    reconcile_markers(table, instant, stats)  # files of failed or duplicate task attempts: a marker, no stat
     with table.lock():
         conflicts = find_conflicts(table, instant, plan)
         if conflicts:

@@ -1,0 +1,791 @@
+"""Crash harness: a daemon process tree that can be frozen and SIGKILLed at a chosen moment, an ingestion thread
+that knows the exact expected rows, a classifier of what a kill interrupted (read from disk and the daemon's JSON
+log), and the checks a recovered table must pass.
+
+Crash model: a kill is SIGKILL of the daemon's whole process tree (Python driver, Spark JVM, Python workers at
+once, as when a container or host dies) or of the driver alone (the JVM and its workers notice and exit by
+themselves; recovery starts once they are gone). Just before the kill the tree is frozen with SIGSTOP, so the
+state recorded is exactly the state the kill leaves. The moment is anchored to the daemon's own JSON log
+events and timeline files (``Cycle``, ``kill_at``); tight moments (a plan only requested, a file half written,
+the commit under the lock) are checked again with the tree frozen, and the completion is approached by letting
+the daemon run in slices of a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from hudi_clusterd.domain.file_group import FileGroupId
+from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
+from hudi_clusterd.domain.table_config import TableConfig
+from hudi_clusterd.errors import CommitConflictError
+from hudi_clusterd.io.avro import decode_requested_replace
+from hudi_clusterd.io.lock import LOCK_FILE, TableLock
+from hudi_clusterd.io.table import HoodieTable
+from tests.integration.daemon_harness import write_props
+from tests.integration.hudi_rs_checks import assert_meta_consistent, assert_no_orphan_files, hudi_rs_rows
+
+LOCK_STALE_S = 4.0
+POLL_INTERVAL_S = 1
+COLUMNS = ["id", "v", "x", "part"]
+HOT_KEYS = 600  # the first commit's keys (files above the small-file limit): most upserts update some of them
+POLICY: dict[str, str] = {
+    "hoodie.clustering.async.max.commits": "2",
+    "hoodie.clustering.plan.strategy.sort.columns": "x",
+    "hoodie.clustering.plan.strategy.small.file.limit": "6000",  # ingestion files are ~4.4 KB
+    "hoodie.clustering.plan.strategy.target.file.max.bytes": "8000",  # clustered files end above the limit
+    "hoodie.clustering.plan.strategy.max.bytes.per.group": "24000",  # ~5 small files per group
+}
+
+Event = dict[str, Any]
+
+
+def crash_policy(parallelism: int = 2) -> ClusteringPolicy:
+    return parse_policy({**POLICY, "hoodie.clustering.max.parallelism": str(parallelism)}, source="crash")[0]
+
+
+def write_crash_props(path: Path, base: Path, port: int, *, parallelism: int = 2, **extra: str) -> None:
+    write_props(path, base, port, **{
+        **POLICY,
+        "hoodie.clustering.max.parallelism": str(parallelism),
+        "clusterd.lock.stale.seconds": str(LOCK_STALE_S),
+        "clusterd.lock.timeout.seconds": "60",
+        "clusterd.poll.interval.seconds": str(POLL_INTERVAL_S),
+        "clusterd.spark.conf.spark.ui.enabled": "false",
+        **extra,
+    })
+
+
+# --- the daemon process tree ----------------------------------------------------------------------------------
+
+
+def _processes() -> dict[int, int]:
+    """pid -> parent pid of every live (not zombie) process, from /proc."""
+    out: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and fields[0] not in ("Z", "X"):
+            out[int(entry)] = int(fields[1])
+    return out
+
+
+def process_tree(root: int) -> set[int]:
+    """``root`` and its live descendants (Spark's Python worker daemon puts itself in a process group of its
+    own, so the group of the driver is not the whole tree)."""
+    children: dict[int, list[int]] = {}
+    live = _processes()
+    for pid, ppid in live.items():
+        children.setdefault(ppid, []).append(pid)
+    out: set[int] = set()
+    todo = [root] if root in live else []
+    while todo:
+        pid = todo.pop()
+        out.add(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _signal_all(pids: set[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+class CrashableDaemon:
+    """``python -m hudi_clusterd run --props FILE`` (driver, Spark JVM, Python workers), its JSON log tailed
+    incrementally. ``freeze`` stops the whole process tree; ``kill`` SIGKILLs what was frozen."""
+
+    def __init__(self, props: Path, log_file: Path) -> None:
+        self.log_file = log_file
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+        self._log = open(log_file, "ab")  # noqa: SIM115 - closed in close()
+        self._offset = log_file.stat().st_size
+        self._partial = b""
+        self.events: list[Event] = []
+        self.proc = subprocess.Popen([sys.executable, "-m", "hudi_clusterd", "run", "--props", str(props)],
+                                     stdout=self._log, stderr=self._log, env=env, start_new_session=True)
+        self.pid = self.proc.pid
+        self.frozen: set[int] = set()
+        self._tree: set[int] = set()
+
+    def poll_events(self) -> list[Event]:
+        with open(self.log_file, "rb") as f:
+            f.seek(self._offset)
+            chunk = f.read()
+        self._offset += len(chunk)
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if line.startswith(b"{"):
+                try:
+                    self.events.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+        return self.events
+
+    def count(self, event: str, instant: str | None = None) -> int:
+        return sum(1 for e in self.events
+                   if e.get("event") == event and (instant is None or e.get("instant") == instant))
+
+    def wait_event(self, event: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.count(event) == 0:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"daemon exited with {self.proc.returncode} before {event!r}; see {self.log_file}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {event!r} from the daemon within {timeout:.0f}s; see {self.log_file}")
+            time.sleep(0.05)
+            self.poll_events()
+
+    def freeze(self) -> None:
+        """SIGSTOP the driver and every descendant (repeated until no new process shows up)."""
+        while True:
+            new = process_tree(self.pid) - self.frozen
+            if not new:
+                return
+            _signal_all(new, signal.SIGSTOP)
+            self.frozen |= new
+
+    def thaw(self) -> None:
+        _signal_all(self.frozen, signal.SIGCONT)
+        self.frozen = set()
+
+    def step(self, seconds: float) -> None:
+        """Let the frozen tree run for about ``seconds``, then stop the same processes again."""
+        _signal_all(self.frozen, signal.SIGCONT)
+        time.sleep(seconds)
+        _signal_all(self.frozen, signal.SIGSTOP)
+
+    def kill(self, mode: str) -> set[int]:
+        """SIGKILL the frozen tree (``tree``: driver, JVM and workers at once, as when a host dies) or the driver
+        alone (``driver``: the JVM and workers are let go on and exit once they notice). Returns the pids that
+        were part of the daemon."""
+        tree = self.frozen or process_tree(self.pid)
+        if mode == "tree":
+            _signal_all(tree, signal.SIGKILL)
+        else:
+            os.kill(self.pid, signal.SIGKILL)
+        _signal_all(tree, signal.SIGCONT)
+        self.frozen = set()
+        self.proc.wait(30)
+        self._tree = tree
+        return tree
+
+    def wait_tree_gone(self, timeout: float) -> float:
+        """Seconds until no process of the killed daemon is left (the JVM and workers outlive a dead driver)."""
+        start = time.monotonic()
+        tree = self._tree
+        while left := tree & set(_processes()):
+            if time.monotonic() - start > timeout:
+                raise AssertionError(f"processes {sorted(left)} of the killed daemon still run after {timeout:.0f}s")
+            time.sleep(0.05)
+        return time.monotonic() - start
+
+    def signal_term(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+
+    def terminate(self, timeout: float) -> int:
+        self.signal_term()
+        return self.proc.wait(timeout)
+
+    def close(self) -> None:
+        tree = process_tree(self.pid) | self._tree
+        _signal_all(tree & set(_processes()), signal.SIGKILL)
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._log.close()
+
+
+# --- ingestion ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class IngestStats:
+    commits: int = 0
+    inserts: int = 0
+    upserts: int = 0
+    updated_keys: int = 0
+    conflict_retries: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+class Ingestor:
+    """Commits batches through the project's writer API (insert / upsert) and keeps ``key -> latest row``.
+
+    Upserts update some of the first commit's keys (their file groups stay hot, so plans leave them out) and
+    now and then keys anywhere (which can collide with clustering: ingestion wins, or, when a clustering
+    replaced a group between the upsert's read and its commit, the upsert is rolled back and retried, as
+    documented)."""
+
+    MAX_RETRIES = 5
+
+    def __init__(self, spark: Any, base: Path, seed: int) -> None:
+        self.spark = spark
+        self.base = base
+        self.rng = random.Random(seed)
+        self.expected: dict[int, tuple[int, float, str]] = {}
+        self.stats = IngestStats()
+        self._next_id = 0
+        self._version = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        HoodieTable.create(str(base), TableConfig.for_new_table(
+            name="events", record_key_fields=["id"], partition_fields=["part"]))
+        self.table = HoodieTable.open(str(base), lock_stale_s=LOCK_STALE_S, lock_timeout_s=120)
+        self._write(list(range(HOT_KEYS)), upsert=False)
+
+    def _write(self, ids: list[int], *, upsert: bool) -> str:
+        from hudi_clusterd.engine.upsert import upsert as do_upsert
+        from hudi_clusterd.engine.writer import insert
+
+        self._version += 1
+        rows = [(i, self._version, round(self.rng.uniform(0, 100), 6), f"p{i % 2}") for i in ids]
+        self._next_id = max(self._next_id, max(ids) + 1)
+        for attempt in range(self.MAX_RETRIES + 1):
+            df = self.spark.createDataFrame(rows, "id long, v long, x double, part string")
+            try:
+                instant = do_upsert(self.spark, self.table, df) if upsert else insert(self.spark, self.table, df)
+            except CommitConflictError:
+                if attempt == self.MAX_RETRIES:
+                    raise
+                self.stats.conflict_retries += 1
+                continue
+            for i, v, x, part in rows:
+                self.expected[i] = (v, x, part)
+            self.stats.commits += 1
+            return str(instant)
+        raise AssertionError("unreachable")
+
+    def commit_once(self) -> str:
+        new = list(range(self._next_id, self._next_id + (160 if self.rng.random() < 0.6 else 60)))
+        if len(new) == 160:
+            self.stats.inserts += 1
+            return self._write(new, upsert=False)
+        updates = set(self.rng.sample(range(HOT_KEYS), 30))
+        if self.rng.random() < 0.1:
+            updates |= set(self.rng.sample(range(self._next_id), 3))
+        self.stats.upserts += 1
+        self.stats.updated_keys += len(updates)
+        return self._write(new + sorted(updates), upsert=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.rng.uniform(0.2, 1.2)):  # paced: a commit every 1.5-10 s
+            try:
+                self.commit_once()
+            except Exception as e:  # ingestion must never fail because of the daemon: recorded, asserted on
+                self.stats.failures.append(f"{type(e).__name__}: {e}")
+                return
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="ingestion", daemon=True)
+        self._thread.start()
+
+    def pause(self, *, check: bool = True) -> None:
+        """Stop after the commit in progress (which completes); with ``check``, fail if ingestion failed."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(300)
+            assert not self._thread.is_alive(), "ingestion commit did not finish within 300s"
+            self._thread = None
+        assert not check or not self.stats.failures, f"ingestion failed: {self.stats.failures}"
+
+    def expected_rows(self) -> list[dict[str, Any]]:
+        return [{"id": i, "v": v, "x": x, "part": p} for i, (v, x, p) in sorted(self.expected.items())]
+
+
+# --- what is on disk ------------------------------------------------------------------------------------------
+
+
+def hoodie_names(base: Path) -> list[str]:
+    return sorted(os.listdir(base / ".hoodie"))
+
+
+def instant_times(base: Path) -> set[str]:
+    return {n.split(".", 1)[0] for n in hoodie_names(base) if n[:1].isdigit()}
+
+
+def replace_states(names: list[str]) -> dict[str, set[str]]:
+    """replacecommit instant time -> {"requested", "inflight", "completed"} present."""
+    out: dict[str, set[str]] = {}
+    for n in names:
+        parts = n.split(".")
+        if len(parts) >= 2 and parts[1] == "replacecommit" and parts[0].isdigit():
+            out.setdefault(parts[0], set()).add(parts[2] if len(parts) > 2 else "completed")
+    return out
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def lock_owner_pid(base: Path) -> int | None:
+    """The pid named by ``.hoodie/lock`` when it is held by a process of this host, else None."""
+    try:
+        owner = str(json.loads((base / LOCK_FILE).read_bytes()).get("owner", ""))
+    except (OSError, ValueError, AttributeError):
+        return None
+    host, pid, *_ = [*owner.split(":"), "", ""]
+    return int(pid) if host == socket.gethostname() and pid.isdigit() else None
+
+
+def marker_files(base: Path, instant: str) -> list[Path]:
+    """Data files (existing or not) named by the instant's DIRECT markers."""
+    root = base / ".hoodie" / ".temp" / instant
+    out: list[Path] = []
+    try:
+        for dirpath, _dirs, files in os.walk(root):
+            for f in files:
+                if ".marker." in f:
+                    rel = Path(dirpath).relative_to(root) / f.split(".marker.", 1)[0]
+                    out.append(base / rel)
+    except OSError:
+        pass
+    return out
+
+
+def is_complete_parquet(path: Path) -> bool:
+    try:
+        pq.read_metadata(path)
+        return True
+    except (OSError, ValueError, Exception):  # pyarrow raises ArrowInvalid (a ValueError) on a truncated file
+        return False
+
+
+def plan_groups(base: Path, instant: str) -> int:
+    f = base / ".hoodie" / f"{instant}.replacecommit.requested"
+    meta = decode_requested_replace(f.read_bytes(), str(f))
+    return len(meta.clustering_plan.input_groups) if meta and meta.clustering_plan else 0
+
+
+@dataclass(frozen=True, slots=True)
+class KillState:
+    """What a kill interrupted."""
+
+    phase: str
+    instant: str | None
+    states: tuple[str, ...]
+    markers: int
+    partial_files: int
+    groups: int
+    groups_finished: int
+    lock_held_by_daemon: bool
+    cycles_done: int  # clusterings this daemon run had completed
+    last_event: str | None
+
+
+PHASES = ("before_plan", "requested", "claimed", "writing", "between_files", "before_completion",
+          "during_completion", "rolling_back")
+# the phases issue #6 names; each must be hit at least once in the long run
+REQUIRED_PHASES = ("before_plan", "requested", "writing", "between_files", "before_completion", "during_completion")
+
+
+def classify(base: Path, daemon: CrashableDaemon, known: set[str]) -> KillState:
+    """The phase of the clustering cycle the (frozen or dead) daemon was in, from the disk and its log.
+
+    ``known`` are the instant times on the timeline before this daemon run started. With no plan pending the
+    daemon is before a plan: its first of this run, or the next one after a cycle it completed and cleaned up
+    (the two leave the same state behind; ``cycles_done`` tells them apart)."""
+    names = hoodie_names(base)
+    events = daemon.poll_events()
+    last = str(events[-1].get("event")) if events else None
+    held = lock_owner_pid(base) == daemon.pid
+    rolling_back = any(".rollback." in n and n.split(".", 1)[0] not in known for n in pending_instants(names))
+    plans = {t: s for t, s in replace_states(names).items() if t not in known}
+    done = sorted(t for t, s in plans.items() if "completed" in s)
+    pending = sorted(t for t, s in plans.items() if "completed" not in s)
+    instant = pending[-1] if pending else (done[-1] if done else None)
+    if instant is None:
+        phase = "rolling_back" if rolling_back else "before_plan"
+        return KillState(phase, None, (), 0, 0, 0, 0, held, 0, last)
+    states = plans[instant]
+    files = marker_files(base, instant)
+    partial = sum(1 for f in files if not is_complete_parquet(f))
+    groups = plan_groups(base, instant) if "requested" in states else 0
+    finished = daemon.count("group finished", instant)
+    heartbeat = (base / ".hoodie" / ".heartbeat" / instant).exists()
+    if "completed" in states:  # the last plan of this run is done; in its clean-up, or before the next plan
+        phase = "during_completion" if files or heartbeat else ("rolling_back" if rolling_back else "before_plan")
+    elif rolling_back:
+        phase = "rolling_back"
+    elif "inflight" not in states:
+        phase = "requested"
+    elif not files:
+        phase = "claimed"
+    elif partial:
+        phase = "writing"
+    elif finished < groups:
+        phase = "between_files"
+    else:
+        phase = "during_completion" if held else "before_completion"
+    return KillState(phase, instant, tuple(sorted(states)), len(files), partial, groups, finished, held, len(done),
+                     last)
+
+
+def pending_plan(base: Path) -> bool:
+    """A clustering plan requested or inflight on the timeline."""
+    return any("completed" not in s for s in replace_states(hoodie_names(base)).values())
+
+
+# --- checks ---------------------------------------------------------------------------------------------------
+
+
+def clustering_plans(base: Path) -> dict[str, list[FileGroupId]]:
+    """Every clustering plan on the timeline (its requested file), decoded with the project's Avro reader."""
+    out: dict[str, list[FileGroupId]] = {}
+    for f in sorted((base / ".hoodie").glob("*.replacecommit.requested")):
+        meta = decode_requested_replace(f.read_bytes(), str(f))
+        if meta is not None and meta.clustering_plan is not None:
+            out[f.name.split(".", 1)[0]] = meta.clustering_plan.group_ids()
+    return out
+
+
+def assert_plans_disjoint(base: Path) -> int:
+    """No file group in two plans on the timeline (a plan dropped after a conflict is purged, its file gone); no
+    file group replaced by two completed replacecommits. Returns the number of plans."""
+    owner: dict[FileGroupId, str] = {}
+    plans = clustering_plans(base)
+    for t, gids in sorted(plans.items()):
+        for gid in gids:
+            assert gid not in owner, f"file group {gid} is in plans {owner[gid]} and {t}"
+            owner[gid] = t
+    replaced: dict[tuple[str, str], str] = {}
+    for f in sorted((base / ".hoodie").glob("*.replacecommit")):
+        for p, fids in json.loads(f.read_text()).get("partitionToReplaceFileIds", {}).items():
+            for fid in fids:
+                assert (p, fid) not in replaced, f"file group {fid} ({p}) replaced by {replaced[(p, fid)]} and {f.name}"
+                replaced[(p, fid)] = f.name
+    return len(plans)
+
+
+def pending_instants(names: list[str]) -> list[str]:
+    """Requested or inflight state files whose instant has no completed file."""
+    present = set(names)
+    out: list[str] = []
+    for n in names:
+        parts = n.split(".")
+        if not parts[0].isdigit():
+            continue
+        if len(parts) == 2 and parts[1] == "inflight":
+            action = "commit"
+        elif len(parts) == 3 and parts[2] in ("requested", "inflight"):
+            action = parts[1]
+        else:
+            continue
+        if f"{parts[0]}.{action}" not in present:
+            out.append(n)
+    return out
+
+
+def pending_work(base: Path) -> list[str]:
+    """Everything that says a write or a clustering is unfinished: pending instants, markers, heartbeats, a lock
+    held by a live process. Empty on a table at rest (a lock file of a dead process is not work: the next writer
+    takes it over once stale)."""
+    out = pending_instants(hoodie_names(base))
+    temp = base / ".hoodie" / ".temp"
+    if temp.exists():
+        out += [f"markers of {p.name}" for p in temp.iterdir() if any(p.rglob("*"))]
+    beats = base / ".hoodie" / ".heartbeat"
+    if beats.exists():
+        out += [f"heartbeat {p.name}" for p in beats.iterdir()]
+    if (base / LOCK_FILE).exists():
+        pid = lock_owner_pid(base)
+        if pid is None or process_alive(pid):
+            out.append(f"lock held by {'another host' if pid is None else pid}")
+    return out
+
+
+def leftover_tmp_files(base: Path) -> list[str]:
+    """Temporary files of interrupted atomic writes (``.<name>.<uuid>.tmp``): harmless, but counted."""
+    return sorted(str(p.relative_to(base)) for p in base.rglob(".*.tmp"))
+
+
+def assert_rows(base: Path, expected: list[dict[str, Any]], what: str) -> None:
+    rows = hudi_rs_rows(base, COLUMNS, "id")
+    if rows != expected:
+        got = {r["id"]: r for r in rows}
+        want = {r["id"]: r for r in expected}
+        missing = sorted(set(want) - set(got))[:5]
+        extra = sorted(set(got) - set(want))[:5]
+        changed = sorted(k for k in set(want) & set(got) if want[k] != got[k])[:5]
+        raise AssertionError(f"{what}: hudi-rs snapshot differs from the expected rows ({len(rows)} vs "
+                             f"{len(expected)} rows; missing {missing}, unexpected {extra}, stale {changed})")
+
+
+def check_recovered(base: Path, expected: list[dict[str, Any]], what: str) -> list[str]:
+    """The table after recovery: exact rows, unique keys, no orphan data file, nothing pending, the lock takeable,
+    no file group in two plans. Returns the temporary files of interrupted atomic writes left (hidden, ignored
+    by readers)."""
+    assert_rows(base, expected, what)
+    assert assert_meta_consistent(base) == len(expected), f"{what}: duplicate or missing record keys"
+    assert_no_orphan_files(base)
+    left = pending_work(base)
+    assert not left, f"{what}: left behind after recovery: {left}"
+    lock = TableLock(HoodieTable.open(str(base)).storage, timeout_s=LOCK_STALE_S + 10, stale_s=LOCK_STALE_S)
+    with lock.held():
+        pass
+    assert_plans_disjoint(base)
+    return leftover_tmp_files(base)
+
+
+def wait_at_rest(base: Path, daemon: CrashableDaemon, *, quiet_s: float = 2.5, timeout: float = 240) -> None:
+    """Until the running daemon has nothing pending on the table for ``quiet_s`` in a row."""
+    deadline = time.monotonic() + timeout
+    quiet_since: float | None = None
+    while True:
+        daemon.poll_events()
+        if daemon.proc.poll() is not None:
+            raise AssertionError(f"daemon exited with {daemon.proc.returncode}; see {daemon.log_file}")
+        busy = pending_work(base)
+        now = time.monotonic()
+        if busy:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= quiet_s:
+            return
+        if now > deadline:
+            raise AssertionError(f"table not at rest after {timeout:.0f}s: {busy}; see {daemon.log_file}")
+        time.sleep(0.1)
+
+
+def check_at_rest(base: Path, daemon: CrashableDaemon, expected: list[dict[str, Any]], what: str) -> list[str]:
+    """``check_recovered`` while a daemon runs: wait until it is idle, check, and redo if it started something."""
+    for _ in range(5):
+        wait_at_rest(base, daemon)
+        before = hoodie_names(base)
+        left = check_recovered(base, expected, what)
+        if hoodie_names(base) == before:
+            return left
+    raise AssertionError(f"{what}: the daemon never stayed idle long enough to check the table")
+
+
+def recover_with_execute(spark: Any, base: Path, policy: ClusteringPolicy) -> list[str]:
+    """What ``hudi-clusterd execute`` does, on the test's SparkSession: roll back what a dead executor left and
+    run every pending plan. Returns the outcomes."""
+    from hudi_clusterd.engine.cluster import SparkGroupRunner
+    from hudi_clusterd.ops.execute import execute
+    from hudi_clusterd.ops.layout import clustering_figures
+
+    table = HoodieTable.open(str(base), lock_stale_s=LOCK_STALE_S, lock_timeout_s=120)
+    runner = SparkGroupRunner(spark)
+    outcomes: list[str] = []
+    for _ in range(10):
+        result = execute(table, policy, runner, layout=clustering_figures)
+        if result.outcome == "skipped":
+            break
+        outcomes.append(result.outcome)
+    return outcomes
+
+
+# --- choosing the moment --------------------------------------------------------------------------------------
+
+
+ANCHORS = ("uniform", "before_plan", "requested", "writing", "between_files", "before_completion",
+           "during_completion")
+
+
+@dataclass(frozen=True, slots=True)
+class KillPlan:
+    """Where to kill: an anchor, a delay after it, which finished group (``between_files``), which side of the
+    commit point (``during_completion``), and the kill mode."""
+
+    anchor: str
+    delay_s: float
+    kth_group: int
+    mode: str  # tree | driver
+    completion_step: str  # pre_commit | post_commit
+
+    @staticmethod
+    def draw(rng: random.Random, anchor: str) -> KillPlan:
+        delay = {"uniform": rng.uniform(0, 30), "before_plan": rng.uniform(0, 3), "requested": 0.0,
+                 "writing": 0.0, "between_files": rng.uniform(0, 0.3), "before_completion": rng.uniform(0, 0.08),
+                 "during_completion": 0.0}[anchor]
+        return KillPlan(anchor, round(delay, 3), rng.randint(1, 8), "driver" if rng.random() < 0.25 else "tree",
+                        rng.choice(["pre_commit", "post_commit"]))
+
+
+class Cycle:
+    """The current clustering of this daemon run, as far as the log and the timeline tell."""
+
+    def __init__(self, base: Path, daemon: CrashableDaemon, known: set[str]) -> None:
+        self.base = base
+        self.daemon = daemon
+        self.known = known
+        self._first = len(daemon.poll_events())
+        self._complete: set[Path] = set()
+
+    def plan(self) -> tuple[str, int] | None:
+        """The instant and group count of the last plan this daemon started since the point began."""
+        started = [e for e in self.daemon.events[self._first:] if e.get("event") == "plan started"
+                   and str(e.get("instant")) not in self.known]
+        return (str(started[-1]["instant"]), int(started[-1]["groups"])) if started else None
+
+    def last_group_running(self) -> bool:
+        p = self.plan()
+        return p is not None and self.daemon.count("group finished", p[0]) >= p[1] - 1
+
+    def all_groups_finished(self) -> bool:
+        p = self.plan()
+        return p is not None and self.daemon.count("group finished", p[0]) >= p[1]
+
+    def new_requested_only(self) -> bool:
+        states = replace_states(hoodie_names(self.base))
+        return any(s == {"requested"} for t, s in states.items() if t not in self.known)
+
+    def partly_written(self) -> bool:
+        """A file of the running plan has its marker but is missing or has no footer yet."""
+        p = self.plan()
+        if p is None:
+            return False
+        for f in marker_files(self.base, p[0]):
+            if f not in self._complete:
+                if not is_complete_parquet(f):
+                    return True
+                self._complete.add(f)
+        return False
+
+    def completion_step(self) -> str | None:
+        """Inside ``complete``: ``pre_commit`` (the daemon holds the lock after its last group, no replacecommit
+        yet) or ``post_commit`` (the replacecommit is written, its markers or heartbeat not removed yet)."""
+        p = self.plan()
+        if p is None or not self.all_groups_finished():
+            return None
+        if (self.base / ".hoodie" / f"{p[0]}.replacecommit").exists():
+            leftovers = marker_files(self.base, p[0]) or (self.base / ".hoodie" / ".heartbeat" / p[0]).exists()
+            return "post_commit" if leftovers else None
+        return "pre_commit" if lock_owner_pid(self.base) == self.daemon.pid else None
+
+    def completing(self) -> bool:
+        return self.completion_step() is not None
+
+    def armed(self, anchor: str, kth_group: int) -> bool:
+        """Whether the anchor's moment has come (the delay is added after)."""
+        if anchor == "uniform":
+            return True
+        if anchor == "before_plan":
+            return not pending_plan(self.base)
+        if anchor == "requested":
+            return self.new_requested_only()
+        if anchor == "writing":
+            return self.partly_written()
+        if anchor == "during_completion":
+            return self.completing()
+        p = self.plan()
+        if p is None:
+            return False
+        finished = self.daemon.count("group finished", p[0])
+        if anchor == "between_files":
+            return finished >= max(1, min(kth_group, p[1] - 1))
+        return finished >= p[1]  # before_completion
+
+    def missed(self, anchor: str) -> bool:
+        """The moment of a tight anchor went by for the running plan (the kill then lands where it lands)."""
+        p = self.plan()
+        if anchor == "writing":
+            return self.all_groups_finished()
+        if anchor == "during_completion" and p is not None:
+            return (self.base / ".hoodie" / f"{p[0]}.replacecommit").exists()
+        return False
+
+
+TIGHT_ANCHORS = ("before_plan", "requested", "writing", "during_completion")  # checked again, frozen
+STEP_BUDGET_S = 20.0
+
+
+def step_into_completion(daemon: CrashableDaemon, cycle: Cycle, want: str = "pre_commit") -> bool:
+    """From the start of the plan's last running group, run the daemon in slices of a few milliseconds until it
+    is inside its completion at step ``want`` (see ``Cycle.completion_step``); True when it was caught there,
+    False when that step went by. Returns with the daemon frozen. (Running about half the time, its lock
+    heartbeat comes late, never near the staleness limit.)"""
+    daemon.freeze()
+    deadline = time.monotonic() + STEP_BUDGET_S
+    while time.monotonic() < deadline:
+        daemon.poll_events()
+        step = cycle.completion_step()
+        if step == want:
+            return True
+        p = cycle.plan()
+        if p is not None and (cycle.base / ".hoodie" / f"{p[0]}.replacecommit").exists() and step is None:
+            return False  # committed and cleaned up
+        if want == "pre_commit" and step == "post_commit":
+            return False
+        daemon.step(random.uniform(0.0005, 0.003))
+    return False
+
+
+def kill_at(base: Path, daemon: CrashableDaemon, plan: KillPlan, known: set[str], *,
+            timeout: float = 150) -> tuple[KillState, bool]:
+    """Wait for the plan's moment, freeze the daemon, record what it was doing, SIGKILL it. Returns the state and
+    whether the anchor fired (False: the moment went by, or the timeout came first)."""
+    cycle = Cycle(base, daemon, known)
+    start = time.monotonic()
+    fire_at: float | None = start + plan.delay_s if plan.anchor in ("uniform", "before_plan") else None
+    tight = plan.anchor in TIGHT_ANCHORS
+    fired = False
+    while True:
+        now = time.monotonic()
+        daemon.poll_events()
+        if daemon.proc.poll() is not None:
+            raise AssertionError(f"daemon exited with {daemon.proc.returncode} before the kill; see {daemon.log_file}")
+        if now - start > timeout:
+            break
+        if plan.anchor == "during_completion" and cycle.last_group_running():
+            fired = step_into_completion(daemon, cycle, plan.completion_step)
+            break
+        if fire_at is None and cycle.armed(plan.anchor, plan.kth_group):
+            fire_at = now + plan.delay_s
+        if fire_at is not None and now >= fire_at:
+            if not tight:
+                fired = True
+                break
+            daemon.freeze()
+            time.sleep(0.005)
+            daemon.poll_events()
+            if cycle.armed(plan.anchor, plan.kth_group):
+                fired = True
+                break
+            daemon.thaw()
+            fire_at = None
+            if cycle.missed(plan.anchor):
+                break
+        time.sleep(0.001 if tight or fire_at is not None else 0.005)
+    if not daemon.frozen:
+        daemon.freeze()
+    time.sleep(0.05)  # let the stop reach every thread before reading the disk
+    state = classify(base, daemon, known)
+    daemon.kill(plan.mode)
+    return state, fired
+
+
+def summarize(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in records:
+        out[str(r[key])] = out.get(str(r[key]), 0) + 1
+    return dict(sorted(out.items()))

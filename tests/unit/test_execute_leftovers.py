@@ -1,0 +1,137 @@
+"""What dead or failed writers leave behind an executed clustering.
+
+- An executor killed after writing its replacecommit but before removing its markers and heartbeat: the next
+  recovery (daemon start, ``execute``) removes them, unless that executor is still alive.
+- A file with a marker of the instant but no write stat (a failed or duplicate task attempt, or a worker of a
+  dead earlier attempt still writing): deleted before the commit, as ingestion commits do, so that no data
+  file of a completed clustering is left that its commit does not name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
+from hudi_clusterd.domain.instant import Action, Instant, State
+from hudi_clusterd.domain.plan import ClusteringPlan
+from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
+from hudi_clusterd.io.markers import create_marker
+from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.ops.execute import _RUNNING, _RUNNING_LOCK, claim, execute, heartbeat_rel, recover_abandoned
+from hudi_clusterd.ops.schedule import schedule
+from tests.tablegen import TableGen
+
+FILE_ID = "00000000-0000-0000-0000-000000000000-0"
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _scheduled(tmp_path: Path) -> tuple[HoodieTable, str]:
+    gen = TableGen(tmp_path / "t")
+    for i in range(4):
+        gen.commit({"p1": [float(i)], "p2": [float(i)]})
+    scheduled = schedule(gen.table, parse_policy({}, source="test")[0])
+    assert scheduled.instant is not None
+    return gen.table, scheduled.instant
+
+
+def _committed_but_not_cleaned(tmp_path: Path) -> tuple[HoodieTable, str]:
+    """A clustering whose replacecommit is written, with its marker and owner heartbeat still there."""
+    table, instant = _scheduled(tmp_path)
+    claimed = claim(table, instant)
+    assert claimed is not None
+    plan, heartbeat = claimed
+    heartbeat.stop(delete=False)
+    name = f"{FILE_ID}_0-1-1_{instant}.parquet"
+    create_marker(table.storage, instant, "p1", name)
+    replaced: dict[str, tuple[str, ...]] = {}
+    for group in plan.input_groups:
+        for s in group.slices:
+            replaced[s.partition_path] = (*replaced.get(s.partition_path, ()), s.file_id)
+    stat = WriteStat(FILE_ID, f"p1/{name}", "p1", num_writes=1)
+    meta = CommitMetadata({"p1": (stat,)}, {}, Operation.CLUSTER, partition_to_replace_file_ids=replaced)
+    table.timeline_store.create(Instant(instant, Action.REPLACE_COMMIT, State.COMPLETED), meta.to_json_bytes())
+    return table, instant
+
+
+def test_recover_abandoned_dead_owner_of_completed_clustering_removes_markers_and_heartbeat(tmp_path: Path) -> None:
+    table, instant = _committed_but_not_cleaned(tmp_path)
+    with _RUNNING_LOCK:
+        _RUNNING.discard((table.base_path, instant))
+    owner = json.dumps({"owner": f"{socket.gethostname()}:{_dead_pid()}", "token": "x"}).encode()
+    table.storage.write_bytes(heartbeat_rel(instant), owner, overwrite=True)
+    completed = tmp_path / "t" / ".hoodie" / f"{instant}.replacecommit"
+    before = completed.read_bytes()
+
+    assert recover_abandoned(table) == []
+
+    assert not (tmp_path / "t" / ".hoodie" / ".temp" / instant).exists()
+    assert not (tmp_path / "t" / ".hoodie" / ".heartbeat" / instant).exists()
+    assert completed.read_bytes() == before
+
+
+def test_recover_abandoned_live_owner_of_completed_clustering_keeps_its_markers(tmp_path: Path) -> None:
+    table, instant = _committed_but_not_cleaned(tmp_path)  # claimed by this (live) process, still running
+    try:
+        recover_abandoned(table)
+        assert (tmp_path / "t" / ".hoodie" / ".temp" / instant).is_dir()
+        beat = tmp_path / "t" / ".hoodie" / ".heartbeat" / instant
+        assert json.loads(beat.read_text())["owner"].endswith(f":{os.getpid()}")
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard((table.base_path, instant))
+
+
+class AttemptsRunner:
+    """Writes one file per group, plus, for group 0, the file of an attempt that failed after its marker."""
+
+    def __init__(self) -> None:
+        self.failed: list[Path] = []
+
+    def _write(self, table: HoodieTable, instant: str, partition: str, token: str, index: int) -> WriteStat:
+        file_id = f"{index:08d}-0000-0000-0000-000000000000-0"
+        name = f"{file_id}_{token}_{instant}.parquet"
+        create_marker(table.storage, instant, partition, name)
+        path = Path(table.storage.full_path(f"{partition}/{name}"))
+        pq.write_table(pa.table({"x": [1.0]}), path)
+        size = path.stat().st_size
+        return WriteStat(file_id, f"{partition}/{name}", partition, num_writes=1, num_inserts=1,
+                         total_write_bytes=size, file_size_in_bytes=size)
+
+    def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
+                  policy: ClusteringPolicy) -> list[WriteStat]:
+        partition = plan.input_groups[index].partition_path
+        if index == 0:
+            lost = self._write(table, instant, partition, "0-7-0", 90)
+            assert lost.path is not None
+            self.failed.append(Path(table.storage.full_path(lost.path)))
+        return [self._write(table, instant, partition, "0-7-1", index)]
+
+    def cancel(self, table: HoodieTable, instant: str) -> None:
+        return None
+
+
+def test_execute_file_of_failed_task_attempt_is_deleted_before_the_commit(tmp_path: Path) -> None:
+    table, instant = _scheduled(tmp_path)
+    runner = AttemptsRunner()
+
+    result = execute(table, parse_policy({}, source="test")[0], runner, instant)
+
+    assert result.outcome == "completed" and result.files_written == 2
+    assert runner.failed and not any(p.exists() for p in runner.failed)
+    meta = json.loads((tmp_path / "t" / ".hoodie" / f"{instant}.replacecommit").read_text())
+    named = {ws["path"] for stats in meta["partitionToWriteStats"].values() for ws in stats}
+    on_disk = {p.relative_to(tmp_path / "t").as_posix() for p in (tmp_path / "t").rglob(f"*_{instant}.parquet")}
+    assert on_disk == named
