@@ -83,7 +83,7 @@ from hudi_clusterd.io.layout import files_scanned_ratio  # noqa: E402
 from hudi_clusterd.io.table import HoodieTable  # noqa: E402
 from hudi_clusterd.ops.execute import execute  # noqa: E402
 from hudi_clusterd.ops.schedule import schedule  # noqa: E402
-from procstats import CpuMeter  # noqa: E402
+from procstats import CpuMeter, proc_table  # noqa: E402
 
 COLUMNS = ("lat", "lon")
 MIB = 1 << 20
@@ -191,32 +191,17 @@ def total_bytes(paths: Sequence[str | Path]) -> int:
 # --- memory: peak RSS of this process, the Spark JVM and the Python workers, sampled from /proc ---------------
 
 
-def _proc_table() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command name) of every process."""
-    out: dict[int, tuple[int, str]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-        out[int(entry.name)] = (int(stat[stat.rindex(")") + 2 :].split()[1]), comm)
-    return out
-
-
 def descendants(root: int) -> dict[int, str]:
     """Every process below ``root``: pid -> command name."""
-    table = _proc_table()
+    table = proc_table()
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
+    for pid, stat in table.items():
+        children.setdefault(stat.parent, []).append(pid)
     out: dict[int, str] = {}
     todo = list(children.get(root, []))
     while todo:
         pid = todo.pop()
-        out[pid] = table[pid][1]
+        out[pid] = table[pid].command
         todo.extend(children.get(pid, []))
     return out
 

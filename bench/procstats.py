@@ -4,7 +4,31 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class ProcStat:
+    parent: int
+    command: str
+    cpu_ticks: int  # own user + system time
+
+
+def proc_table() -> dict[int, ProcStat]:
+    """Every process's parent, command name and CPU ticks, from ``/proc/<pid>/stat``."""
+    out: dict[int, ProcStat] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        out[int(entry.name)] = ProcStat(int(fields[1]), comm, int(fields[11]) + int(fields[12]))
+    return out
 
 
 class CpuMeter:
@@ -25,18 +49,9 @@ class CpuMeter:
             self._thread.start()
 
     def _sample(self) -> None:
-        parents: dict[int, int] = {}
-        own: dict[int, int] = {}
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
-            parents[int(entry.name)] = int(fields[1])
-            own[int(entry.name)] = int(fields[11]) + int(fields[12])  # utime + stime
+        table = proc_table()
+        parents = {pid: p.parent for pid, p in table.items()}
+        own = {pid: p.cpu_ticks for pid, p in table.items()}
         me = os.getpid()
         with self._lock:
             for pid, ticks in own.items():
