@@ -503,17 +503,25 @@ def pending_instants(names: list[str]) -> list[str]:
     return out
 
 
+def _entries(folder: Path, recursive: bool = False) -> list[Path]:
+    """The folder's entries, or none once it is gone: a live daemon may delete it while we look (recovery
+    removes a finished instant's markers and heartbeat), which is not an error of the table."""
+    try:
+        return list(folder.rglob("*") if recursive else folder.iterdir())
+    except FileNotFoundError:
+        return []
+
+
 def pending_work(base: Path) -> list[str]:
     """Everything that says a write or a clustering is unfinished: pending instants, markers, heartbeats, a lock
     held by a live process. Empty on a table at rest (a lock file of a dead process is not work: the next writer
     takes it over once stale)."""
     out = pending_instants(hoodie_names(base))
     temp = base / ".hoodie" / ".temp"
-    if temp.exists():
-        out += [f"markers of {p.name}" for p in temp.iterdir() if any(p.rglob("*"))]
-    beats = base / ".hoodie" / ".heartbeat"
-    if beats.exists():
-        out += [f"heartbeat {p.name}" for p in beats.iterdir()]
+    for marker_dir in _entries(temp):
+        if _entries(marker_dir, recursive=True):
+            out.append(f"markers of {marker_dir.name}")
+    out += [f"heartbeat {p.name}" for p in _entries(base / ".hoodie" / ".heartbeat")]
     if (base / LOCK_FILE).exists():
         pid = lock_owner_pid(base)
         if pid is None or process_alive(pid):
@@ -523,7 +531,10 @@ def pending_work(base: Path) -> list[str]:
 
 def leftover_tmp_files(base: Path) -> list[str]:
     """Temporary files of interrupted atomic writes (``.<name>.<uuid>.tmp``): harmless, but counted."""
-    return sorted(str(p.relative_to(base)) for p in base.rglob(".*.tmp"))
+    found = []
+    for folder, _, files in os.walk(base):  # os.walk skips folders that vanish while it runs
+        found += [str((Path(folder) / f).relative_to(base)) for f in files if f.startswith(".") and f.endswith(".tmp")]
+    return sorted(found)
 
 
 def assert_rows(base: Path, expected: list[dict[str, Any]], what: str) -> None:

@@ -30,7 +30,7 @@ dimensions sampled, up to four with 16 bits each) even gets a radix sort.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -358,3 +358,216 @@ def curve_keys(
     if strategy is LayoutStrategy.HILBERT:
         return hilbert_keys(coords, bits)
     return zorder_keys(coords, bits)
+
+
+# --- Curve words as 64-bit word programs ------------------------------------------------------------------
+#
+# The same curve computation runs on two engines: numpy (``uint64`` arrays, here and in tests) and Spark SQL
+# (``long`` columns, `sorting_jvm`), so that keys can be computed in the JVM while the sample's split keys are
+# computed in numpy, bit for bit the same. The program only uses operations whose bits agree on both: xor,
+# and, or, left shift, logical right shift, and subtraction that never overflows (two's complement words).
+
+
+T = TypeVar("T")
+
+
+class WordOps(Protocol[T]):
+    """64-bit word arithmetic of one engine."""
+
+    def const(self, value: int) -> T:
+        """A constant word; ``value`` in ``[0, 2**64)``."""
+        ...
+
+    def xor(self, a: T, b: T) -> T: ...
+
+    def and_(self, a: T, b: T) -> T: ...
+
+    def or_(self, a: T, b: T) -> T: ...
+
+    def shl(self, a: T, n: int) -> T: ...
+
+    def shr(self, a: T, n: int) -> T:
+        """Logical (unsigned) right shift."""
+        ...
+
+    def sub(self, a: T, b: T) -> T:
+        """``a - b``; the programs only subtract where the result cannot wrap."""
+        ...
+
+    def stage(self, words: list[T]) -> list[T]:
+        """Materialise intermediate words (Spark: a projection, so later steps do not re-expand them)."""
+        ...
+
+
+class NumpyWordOps:
+    """`WordOps` on ``uint64`` arrays."""
+
+    def const(self, value: int) -> np.ndarray:
+        return np.uint64(value)  # type: ignore[return-value]  # a numpy scalar broadcasts like an array
+
+    def xor(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.bitwise_xor(a, b)
+        return out
+
+    def and_(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.bitwise_and(a, b)
+        return out
+
+    def or_(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.bitwise_or(a, b)
+        return out
+
+    def shl(self, a: np.ndarray, n: int) -> np.ndarray:
+        out: np.ndarray = np.left_shift(a, np.uint64(n))
+        return out
+
+    def shr(self, a: np.ndarray, n: int) -> np.ndarray:
+        out: np.ndarray = np.right_shift(a, np.uint64(n))
+        return out
+
+    def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.subtract(a, b)
+        return out
+
+    def stage(self, words: list[np.ndarray]) -> list[np.ndarray]:
+        return words
+
+
+def spread_stages(dims: int, bits: int) -> list[tuple[int, int]]:
+    """``(shift, mask)`` steps that move bit ``i`` of a ``bits``-bit word to bit ``i * dims``.
+
+    Each step is ``x = (x | x << shift) & mask``; the halving block sizes move the upper half of every block
+    at once (the "magic numbers" bit spread, derived for any ``dims``/``bits``).
+    """
+    if dims < 1 or bits < 1 or dims * bits > 64:
+        raise ValueError(f"cannot spread {bits} bits over {dims} dimensions in 64 bits")
+    if dims == 1:
+        return []
+    block = 1
+    while block * 2 < bits:
+        block *= 2
+    stages = []
+    while block >= 1:
+        mask = 0
+        for i in range(bits):  # where bit i sits once the blocks of this size have moved
+            mask |= 1 << (i + (dims - 1) * (i & ~(block - 1)))
+        stages.append(((dims - 1) * block, mask))
+        block //= 2
+    return stages
+
+
+def interleave_word(coords: Sequence[T], bits: int, ops: WordOps[T]) -> T:
+    """Bit-interleave ``dims * bits <= 64`` bits, dimension 0 leading, left-aligned in the word."""
+    dims = len(coords)
+    spread = list(coords)
+    for shift, mask in spread_stages(dims, bits):
+        spread = ops.stage([ops.and_(ops.or_(c, ops.shl(c, shift)), ops.const(mask)) for c in spread])
+    word: T | None = None
+    for i, c in enumerate(spread):
+        if dims - 1 - i:
+            c = ops.shl(c, dims - 1 - i)
+        word = c if word is None else ops.or_(word, c)
+    assert word is not None
+    pad = 64 - dims * bits
+    return ops.shl(word, pad) if pad else word
+
+
+def hilbert_transpose(coords: Sequence[T], bits: int, ops: WordOps[T]) -> list[T]:
+    """Skilling's axes-to-transpose transform (as `hilbert_keys` does it in place), one stage per level."""
+    x = list(coords)
+    dims = len(x)
+    one = ops.const(1)
+    for level in range(bits - 1, 0, -1):
+        low = ops.const((1 << level) - 1)
+        for i in range(dims):
+            clear = ops.and_(ops.sub(ops.and_(ops.shr(x[i], level), one), one), low)  # low bits where bit clear
+            if i:
+                swap = ops.and_(ops.xor(x[0], x[i]), clear)
+                x[i] = ops.xor(x[i], swap)
+                x[0] = ops.xor(x[0], swap)
+            x[0] = ops.xor(x[0], ops.xor(clear, low))  # invert where set
+        x = ops.stage(x)
+    for i in range(1, dims):  # Gray encode
+        x[i] = ops.xor(x[i], x[i - 1])
+    x = ops.stage(x)
+    flips: T | None = None
+    for level in range(bits - 1, 0, -1):
+        low = ops.const((1 << level) - 1)
+        term = ops.xor(ops.and_(ops.sub(ops.and_(ops.shr(x[dims - 1], level), one), one), low), low)
+        flips = term if flips is None else ops.xor(flips, term)
+    if flips is not None:
+        *x, flips = ops.stage([*x, flips])  # a stage carries every live word
+        x = ops.stage([ops.xor(v, flips) for v in x])
+    return x
+
+
+def curve_word(coords: Sequence[T], strategy: LayoutStrategy, bits: int, ops: WordOps[T]) -> T:
+    """The curve key of ``dims * bits <= 64`` bits as one word, sign bit flipped (as `keys_to_words`).
+
+    Signed order of the result is the curve order, and it equals ``keys_to_words(curve keys)[:, 0]``.
+    """
+    if strategy is LayoutStrategy.LINEAR:
+        raise ValueError("a linear layout is sorted by its columns, not by a curve key")
+    if strategy is LayoutStrategy.HILBERT and len(coords) > 1:
+        coords = hilbert_transpose(coords, bits, ops)
+    return ops.xor(interleave_word(coords, bits, ops), ops.const(1 << 63))
+
+
+# --- Sample (CDF) coordinates over double values ----------------------------------------------------------
+#
+# For numeric sort columns the JVM computes coordinates from the value cast to double (`sorting_jvm`); the
+# boundaries are double quantiles of the sample and the CDF a piecewise-linear interpolation between them,
+# the same arithmetic here and there (IEEE doubles agree bit for bit). Nulls are 0, NaN the top coordinate.
+
+VALUE_MAX_BOUNDARIES = 256
+"""Quantile boundaries per column for JVM keys (the CDF's knots; a binary search of depth 8 per row)."""
+
+
+def value_boundaries(values: pa.Array | pa.ChunkedArray, max_boundaries: int = VALUE_MAX_BOUNDARIES) -> np.ndarray:
+    """Distinct ``float64`` quantiles of a double column's finite values (nulls, NaN and infinities ignored).
+
+    Always includes the minimum and the maximum; ``-0.0`` counts as ``0.0``.
+    """
+    if max_boundaries < 2:
+        raise ValueError(f"max_boundaries must be >= 2, got {max_boundaries}")
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    raw = np.asarray(pc.drop_null(values).to_numpy(zero_copy_only=False), dtype=np.float64)
+    finite = np.sort(raw[np.isfinite(raw)]) + 0.0  # + 0.0 folds -0.0 into 0.0
+    if finite.size == 0:
+        return np.zeros(0, np.float64)
+    ranks = np.linspace(0, finite.size - 1, min(max_boundaries, finite.size)).round().astype(np.int64)
+    boundaries: np.ndarray = np.unique(finite[ranks])
+    return boundaries
+
+
+def value_coordinates(values: pa.Array | pa.ChunkedArray, boundaries: np.ndarray, bits: int) -> np.ndarray:
+    """``uint64`` coordinates in ``[0, 2**bits - 1]`` of a double column by its estimated CDF.
+
+    Null is 0, NaN ``2**bits - 1`` (after everything), anything else ``1 + rint(cdf * (2**bits - 3))``,
+    where the CDF is ``(j + clip((v - b_j) / (b_{j+1} - b_j), 0, 1)) / (m - 1)`` with ``j`` the count of
+    interior boundaries ``<= v`` (one boundary: 0, 0.5 or 1 as ``v`` is below, at or above it; none: 0.5).
+    """
+    if not 1 <= bits <= 53:
+        raise ValueError(f"bits must be in [1, 53] for value coordinates, got {bits}")
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    v = np.asarray(pc.fill_null(values, 0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+    m = boundaries.size
+    with np.errstate(invalid="ignore"):
+        if m == 0:
+            cdf = np.full(v.shape, 0.5)
+        elif m == 1:
+            cdf = np.where(v < boundaries[0], 0.0, np.where(v > boundaries[0], 1.0, 0.5))
+        else:
+            j = np.searchsorted(boundaries[1:-1], v, side="right")  # interior boundaries <= v
+            low, high = boundaries[j], boundaries[j + 1]
+            frac = np.minimum(np.maximum((v - low) / (high - low), 0.0), 1.0)
+            cdf = (j + frac) / (m - 1)
+    top = float((1 << bits) - 3)
+    cdf = np.where(np.isnan(cdf), 0.0, cdf)  # NaN values: set below
+    out = (1.0 + np.rint(cdf * top)).astype(np.uint64)
+    out[np.isnan(v)] = (1 << bits) - 1
+    if values.null_count:
+        out[np.asarray(values.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = 0
+    return out
