@@ -32,7 +32,6 @@ import pyarrow as pa
 import structlog
 
 from hudi_clusterd.domain.layout import CurveBuildMethod, LayoutStrategy
-from hudi_clusterd.engine import curve_sql
 from hudi_clusterd.errors import PlanError
 
 if TYPE_CHECKING:
@@ -238,37 +237,6 @@ def _key_name(df: DataFrame) -> str:
     return name
 
 
-def _sort_by_sql_key(
-    df: DataFrame,
-    columns: list[str],
-    strategy: LayoutStrategy,
-    sample_size: int,
-    num_partitions: int,
-    rows: int | None,
-) -> DataFrame:
-    """The curve sort with keys computed in the JVM (`curve_sql`): numeric columns, sample build."""
-    rows = df.count() if rows is None else rows
-    partitioning = curve_sql.plan_sql_curve_partitioning(
-        df, columns, strategy, sample_size, num_partitions, rows, SAMPLE_SEED
-    )
-    log.debug(
-        "layout sort",
-        strategy=strategy.value,
-        build=CurveBuildMethod.SAMPLE.value,
-        keys="jvm",
-        columns=columns,
-        partitions=num_partitions,
-        sample_rows=partitioning.sample_rows,
-        boundaries=[int(b.size) for b in partitioning.boundaries],
-    )
-    keyed, word, partition = curve_sql.with_sql_layout_key(df, columns, partitioning)
-    return (
-        keyed.repartitionById(num_partitions, _column(partition))
-        .sortWithinPartitions(_column(word))
-        .drop(word, partition)
-    )
-
-
 def sort_for_layout(
     df: DataFrame,
     sort_columns: Sequence[str],
@@ -291,8 +259,6 @@ def sort_for_layout(
         log.debug("layout sort", strategy="linear", columns=columns, partitions=num_partitions)
         return df.repartitionByRange(num_partitions, *order).sortWithinPartitions(*order)
 
-    if curve_sql.sql_eligible(df, columns, build_method):
-        return _sort_by_sql_key(df, columns, strategy, sample_size, num_partitions, rows)
     partitioning = plan_curve_partitioning(df, columns, strategy, build_method, sample_size, num_partitions, rows)
     log.debug(
         "layout sort",
