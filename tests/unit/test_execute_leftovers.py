@@ -135,3 +135,26 @@ def test_execute_file_of_failed_task_attempt_is_deleted_before_the_commit(tmp_pa
     named = {ws["path"] for stats in meta["partitionToWriteStats"].values() for ws in stats}
     on_disk = {p.relative_to(tmp_path / "t").as_posix() for p in (tmp_path / "t").rglob(f"*_{instant}.parquet")}
     assert on_disk == named
+
+
+def test_recovery_removes_old_temp_files_of_interrupted_writes_only(tmp_path: Path) -> None:
+    # Given a table with temporary files as a killed atomic write leaves them: old ones, a fresh one (a write
+    # in progress), and look-alikes that are not ours
+    table, _ = _scheduled(tmp_path)
+    base = Path(table.base_path)
+    hour_ago = os.path.getmtime(base / ".hoodie" / "hoodie.properties") - 7200
+    old = [base / ".hoodie" / f".20261122092056250.replacecommit.inflight.{'a' * 32}.tmp",
+           base / ".hoodie" / ".heartbeat" / f".20261122092056250.{'b' * 32}.tmp"]
+    fresh = base / ".hoodie" / f".lock.{'c' * 32}.tmp"
+    foreign = [base / ".hoodie" / "notes.tmp", base / ".hoodie" / f".x.{'d' * 31}.tmp"]
+    for f in [*old, fresh, *foreign]:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(b"partial")
+    for f in [*old, *foreign]:
+        os.utime(f, (hour_ago, hour_ago))
+    # When recovery runs
+    recover_abandoned(table)
+    # Then exactly the old temporary files are gone
+    assert [f.exists() for f in old] == [False, False]
+    assert fresh.exists()
+    assert all(f.exists() for f in foreign)

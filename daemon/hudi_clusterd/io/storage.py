@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import errno
 import os
+import re
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,10 @@ class FileInfo:
     @property
     def name(self) -> str:
         return self.path.rsplit("/", 1)[-1]
+
+
+_TEMP_FILE = re.compile(r"\..+\.[0-9a-f]{32}\.tmp")
+"""Name of the temporary file of an atomic write (`Storage._write_local`): ``.<final name>.<uuid hex>.tmp``."""
 
 
 def _join(*parts: str) -> str:
@@ -180,6 +186,14 @@ class Storage:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+    def stale_temp_files(self, rel: str, older_than_s: float) -> list[str]:
+        """Temporary files of atomic writes in folder ``rel`` last modified over ``older_than_s`` ago: left by a
+        process killed between writing and renaming (a live write takes milliseconds). Only names of the exact
+        form this class creates are returned."""
+        cutoff_ms = (time.time() - older_than_s) * 1000
+        return [e.path for e in self.list_dir(rel)
+                if not e.is_dir and _TEMP_FILE.fullmatch(e.name) and e.mtime_ms < cutoff_ms]
 
     def rename(self, src: str, dst: str) -> None:
         """Move a file; on local storage fails if ``src`` vanished (used to take over stale locks)."""

@@ -41,7 +41,7 @@ from hudi_clusterd.errors import ClusterdError, CommitConflictError, ExecutionEr
 from hudi_clusterd.io.markers import delete_markers, list_markers
 from hudi_clusterd.io.rollback import RollbackResult, rollback_pending
 from hudi_clusterd.io.table import HoodieTable, PendingPlan
-from hudi_clusterd.io.timeline_store import HEARTBEAT_FOLDER, TEMP_FOLDER
+from hudi_clusterd.io.timeline_store import HEARTBEAT_FOLDER, META_FOLDER, TEMP_FOLDER
 from hudi_clusterd.io.write_client import reconcile_markers
 
 log = structlog.get_logger(__name__)
@@ -193,11 +193,30 @@ def clean_completed_leftovers(table: HoodieTable, timeline: Timeline) -> list[st
     return cleaned
 
 
+STALE_TEMP_S = 3600.0
+"""Age after which a temporary file of an interrupted atomic write in the timeline folders is removed."""
+
+
+def clean_stale_temp_files(table: HoodieTable, older_than_s: float = STALE_TEMP_S) -> list[str]:
+    """Remove the temporary files of atomic timeline, lock and heartbeat writes whose writer was killed before
+    renaming them (``.<name>.<uuid>.tmp``, over an hour old). Readers ignore them; they would only pile up."""
+    removed = []
+    for folder in (META_FOLDER, HEARTBEAT_FOLDER):
+        for rel in table.storage.stale_temp_files(folder, older_than_s):
+            if table.storage.delete(rel):
+                removed.append(rel)
+    if removed:
+        log.info("removed temporary files of interrupted writes", files=removed)
+    return removed
+
+
 def recover_abandoned(table: HoodieTable, timeline: Timeline | None = None) -> list[RollbackResult]:
     """Roll back clustering left inflight by executors that died (their plans stay requested for a retry), and
-    clean up after completed ones that died before removing their markers and heartbeat."""
+    clean up after completed ones that died before removing their markers and heartbeat, and after atomic
+    writes interrupted before their rename."""
     out: list[RollbackResult] = []
     clean_completed_leftovers(table, timeline or table.timeline())
+    clean_stale_temp_files(table)
     for p in table.pending_clustering_plans(timeline):
         if p.instant.state is State.INFLIGHT and not owner_alive(table, p.instant.time):
             with table.lock():
