@@ -142,7 +142,7 @@ def test_recovery_removes_old_temp_files_of_interrupted_writes_only(tmp_path: Pa
     # in progress), and look-alikes that are not ours
     table, _ = _scheduled(tmp_path)
     base = Path(table.base_path)
-    hour_ago = os.path.getmtime(base / ".hoodie" / "hoodie.properties") - 7200
+    long_ago = os.path.getmtime(base / ".hoodie" / "hoodie.properties") - 7200
     old = [base / ".hoodie" / f".20261122092056250.replacecommit.inflight.{'a' * 32}.tmp",
            base / ".hoodie" / ".heartbeat" / f".20261122092056250.{'b' * 32}.tmp"]
     fresh = base / ".hoodie" / f".lock.{'c' * 32}.tmp"
@@ -151,7 +151,7 @@ def test_recovery_removes_old_temp_files_of_interrupted_writes_only(tmp_path: Pa
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_bytes(b"partial")
     for f in [*old, *foreign]:
-        os.utime(f, (hour_ago, hour_ago))
+        os.utime(f, (long_ago, long_ago))
     # When recovery runs
     recover_abandoned(table)
     # Then exactly the old temporary files are gone
