@@ -215,7 +215,8 @@ def recover_abandoned(table: HoodieTable, timeline: Timeline | None = None) -> l
     clean up after completed ones that died before removing their markers and heartbeat, and after atomic
     writes interrupted before their rename."""
     out: list[RollbackResult] = []
-    clean_completed_leftovers(table, timeline or table.timeline())
+    timeline = timeline or table.timeline()  # listed once, for the leftovers and the pending plans
+    clean_completed_leftovers(table, timeline)
     clean_stale_temp_files(table)
     for p in table.pending_clustering_plans(timeline):
         if p.instant.state is State.INFLIGHT and not owner_alive(table, p.instant.time):
