@@ -74,7 +74,8 @@ sys.path.insert(0, str(REPO / "daemon"))
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy  # noqa: E402
 from hudi_clusterd.domain.table_config import TableConfig  # noqa: E402
 from hudi_clusterd.engine.cluster import SparkGroupRunner, row_group_bytes  # noqa: E402
-from hudi_clusterd.engine.session import get_or_create_session  # noqa: E402
+from hudi_clusterd.engine.scan import GroupScan  # noqa: E402
+from hudi_clusterd.engine.session import default_parallelism, get_or_create_session  # noqa: E402
 from hudi_clusterd.engine.sorting import sort_for_layout  # noqa: E402
 from hudi_clusterd.engine.writer import executor_base_path, insert, spark_arrow_schema, write_file_groups  # noqa: E402
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields  # noqa: E402
@@ -93,8 +94,8 @@ REFERENCE_BYTES_PER_ROW = 62.4  # gen.py output: 4M rows ~ 238 MiB (used to size
 BASELINE = "spark"
 OURS = {"linear": ("LINEAR", "DIRECT"), "hilbert": ("HILBERT", "SAMPLE"), "zorder": ("ZORDER", "SAMPLE")}
 SPARK_CASES = ("spark", "spark-hudi", "spark-gzip")
-ALL_CASES = ("spark", "spark-hudi", "spark-gzip", "linear", "hilbert", "zorder", "delta")
-DEFAULT_CASES = ("spark", "spark-hudi", "linear", "hilbert", "zorder", "delta")
+ALL_CASES = ("spark", "spark-hudi", "spark-gzip", "linear", "hilbert", "zorder", "delta", "delta-hudi")
+DEFAULT_CASES = ("spark", "spark-hudi", "linear", "hilbert", "zorder", "delta", "delta-hudi")
 SAMPLE_INTERVAL_S = 0.05
 
 
@@ -154,19 +155,22 @@ def ensure_hudi_table(spark: Any, sources: Sequence[Path], cache: Path) -> Path:
     return cache
 
 
-def ensure_delta_table(sources: Sequence[Path], cache: Path) -> Path:
-    """A Delta table with one append per source file (the shape streaming leaves), built once."""
+def ensure_delta_table(sources: Sequence[str | Path], cache: Path, compression: str | None = None) -> Path:
+    """A Delta table with one append per source file (the shape streaming leaves), built once; ``compression``:
+    the parquet codec of its files (delta-rs's default when None)."""
     if (cache / "_delta_log").is_dir():
         return cache
     import pyarrow.parquet as pq
-    from deltalake import write_deltalake
+    from deltalake import WriterProperties, write_deltalake
+
+    props = WriterProperties(compression=compression) if compression else None
 
     partial = cache.with_name(cache.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     say(f"writing {len(sources)} files into the Delta table {cache} (one append per file) ...")
     start = time.perf_counter()
     for k, path in enumerate(sources, 1):
-        write_deltalake(str(partial), pq.read_table(path), mode="append")
+        write_deltalake(str(partial), pq.read_table(path), mode="append", writer_properties=props)
         if k == 1 or k % 50 == 0 or k == len(sources):
             say(f"  [{k}/{len(sources)}] {time.perf_counter() - start:.0f} s")
     partial.rename(cache)
@@ -436,15 +440,21 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
     scheduled = timed("plan (schedule, footers)", lambda: schedule(table, policy, force=True, dry_run=True))
     plan = scheduled.plan
     assert plan is not None
-    df = runner.read_group(table, plan, 0)
+    files = runner.group_files(table, plan, 0)
+    df = runner.read_group(table, plan, 0, files)
+    scan = GroupScan(spark, executor_base_path(table.storage), tuple(files), df.schema, default_parallelism(spark))
     data_schema = strip_meta_fields(spark_arrow_schema(df))
     rows = timed("count", df.count)
     n_out = timed("output sizing (sample)", lambda: runner.output_partitions(
         table, plan, 0, rows, policy.target_file_max_bytes))
     ordered = timed("sample + split keys (sample job)", lambda: sort_for_layout(
         df, ("lat", "lon"), policy.layout_strategy, policy.curve_build_method, policy.curve_sample_size, n_out,
-        rows=rows))
+        rows=rows, scan=scan))
     timed("read+key+shuffle+sort (noop sink)", lambda: ordered.write.format("noop").mode("overwrite").save())
+    with_udf = sort_for_layout(df, ("lat", "lon"), policy.layout_strategy, policy.curve_build_method,
+                               policy.curve_sample_size, n_out, rows=rows)
+    timed("  the same with Spark's reader and a key UDF instead of the scan (noop sink)",
+          lambda: with_udf.write.format("noop").mode("overwrite").save())
 
     def consume(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = sum(b.num_rows for b in batches)
@@ -515,6 +525,7 @@ LABELS = {
     "hilbert": "ours: Hilbert, sample build (schedule+execute)",
     "zorder": "ours: Z-order, sample build (schedule+execute)",
     "delta": "delta-rs 1.6.6 optimize.z_order",
+    "delta-hudi": "delta-rs, same, on a Delta table of the Hudi base files' rows (meta columns too, gzip)",
 }
 
 
@@ -549,6 +560,8 @@ def timing_mode(args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
     hudi_bytes = total_bytes(hudi_files)
     say(f"hudi table: {len(hudi_files)} base files, {hudi_bytes / MIB:.1f} MiB")
     delta_cache = ensure_delta_table(sources, args.data / f"delta_events_{key}") if "delta" in cases else None
+    delta_hudi_cache = (ensure_delta_table(hudi_files, args.data / f"delta_hudi_events_{key}", "GZIP")
+                        if "delta-hudi" in cases else None)
     work = args.out / "clustering"
     work.mkdir(parents=True, exist_ok=True)
     warm_up(spark, runner, sources, work)
@@ -568,6 +581,9 @@ def timing_mode(args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
             elif name == "delta":
                 assert delta_cache is not None
                 run = run_delta(fresh_copy(delta_cache, dst))
+            elif name == "delta-hudi":
+                assert delta_hudi_cache is not None
+                run = run_delta(fresh_copy(delta_hudi_cache, dst))
             elif name == "spark-hudi":
                 run = run_spark(spark, hudi_files, dst, max(1, math.ceil(hudi_bytes / TARGET_BYTES)))
             else:
@@ -767,7 +783,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cases = parse_cases(args.cases or ",".join(DEFAULT_CASES), ALL_CASES)
         if args.skip_delta:
-            cases = [c for c in cases if c != "delta"]
+            cases = [c for c in cases if not c.startswith("delta")]
         result = timing_mode(args, cases)
         name = "clustering.json"
     args.out.mkdir(parents=True, exist_ok=True)

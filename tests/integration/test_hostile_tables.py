@@ -184,14 +184,20 @@ def test_execute_plan_naming_file_outside_table_is_refused_and_file_survives(tmp
 
 # --- schema evolution ---------------------------------------------------------------------------------------
 
-def test_cluster_schema_evolution_writes_merged_schema_with_nulls(tmp_path: Path, runner: GroupRunner) -> None:
+@pytest.mark.parametrize("layout", [
+    {},
+    # the curve path reads the files itself: old files lack `y`, which the scan fills with nulls (sorting first)
+    {"sort.columns": "y,x", "hoodie.layout.optimize.strategy": "hilbert"},
+], ids=["unsorted", "hilbert-on-added-column"])
+def test_cluster_schema_evolution_writes_merged_schema_with_nulls(tmp_path: Path, runner: GroupRunner,
+                                                                  layout: dict[str, str]) -> None:
     gen = TableGen(tmp_path / "t")
     for i in range(2):
         gen.commit({"p1": [float(i), i + 0.5]})
     for i in range(2):
         gen.commit({"p1": [10.0 + i]}, extra_columns=lambda p, n: {"y": pa.array([f"y{k}" for k in range(n)])})
     before = hudi_rs_rows(gen.base)
-    pol = policy()
+    pol = policy(**layout)
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.instant is not None
 
@@ -200,6 +206,10 @@ def test_cluster_schema_evolution_writes_merged_schema_with_nulls(tmp_path: Path
     assert result.outcome == "completed"
     for ws in result.write_stats:
         assert pq.read_schema(gen.base / str(ws.path)).names[-4:] == ["id", "x", "part", "y"]
+    if layout:  # one output file: rows without `y` (null) first, then by the curve
+        (only,) = result.write_stats
+        ys = pq.read_table(gen.base / str(only.path), columns=["y"]).column(0).to_pylist()
+        assert ys[:4] == [None] * 4 and ys[4:] == ["y0", "y0"]
     after = hudi_rs_rows(gen.base)
     assert len(after) == 6
     ys = {r["id"]: r["y"] for r in after}

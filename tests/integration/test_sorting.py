@@ -208,3 +208,59 @@ def test_sort_for_layout_bad_arguments_raise_plan_error(spark: Any, typed_df: An
         sort_for_layout(typed_df, [], LayoutStrategy.HILBERT, CurveBuildMethod.SAMPLE, 10, 2)
     with pytest.raises(PlanError, match="repeat"):
         sort_for_layout(typed_df, ["i", "i"], LayoutStrategy.ZORDER, CurveBuildMethod.DIRECT, 10, 2)
+
+
+# --- the group scan: files read in the Python workers, the key computed on the way --------------------------
+
+@pytest.fixture(scope="module")
+def scanned(spark: Any, typed_df: Any, tmp_path_factory: Any) -> tuple[Any, Any]:
+    """The typed rows written as 5 parquet files, read back by Spark and described as a `GroupScan`."""
+    from pathlib import Path
+
+    from hudi_clusterd.engine.scan import GroupScan, ScanFile
+
+    base = Path(tmp_path_factory.mktemp("scan"))
+    typed_df.repartition(5).write.parquet(str(base / "data"))
+    files = sorted((base / "data").glob("*.parquet"))
+    assert len(files) == 5
+    df = spark.read.parquet(*[str(f) for f in files])
+    scan = GroupScan(spark, str(base), tuple(ScanFile(str(f.relative_to(base)), f.stat().st_size) for f in files),
+                     df.schema, 2)
+    return df, scan
+
+
+@pytest.mark.parametrize("strategy", CURVES, ids=lambda s: s.value)
+def test_scan_curve_sort_every_type_same_rows_and_key_order_as_the_udf(spark: Any, scanned: tuple[Any, Any],
+                                                                     strategy: LayoutStrategy) -> None:
+    df, scan = scanned
+    build = CurveBuildMethod.SAMPLE
+    out = sort_for_layout(df, TYPED, strategy, build, sample_size=100, num_partitions=4, scan=scan)
+    assert out.columns == df.columns
+    assert_same_rows(df, out)
+    plan = plan_curve_partitioning(df, TYPED, strategy, build, 100, 4)
+    previous_max = b""
+    for pid, part in collect_partitions(out).items():
+        keys = plan.keys([part.column(c).combine_chunks() for c in TYPED])
+        as_bytes = [k.tobytes() for k in keys]
+        assert as_bytes == sorted(as_bytes) and as_bytes[0] >= previous_max
+        previous_max = as_bytes[-1]
+        assert plan.partitions(keys).tolist() == [pid] * part.num_rows
+    # the same rows land in the same partitions, in the same order, as with the UDF over Spark's reader
+    udf = sort_for_layout(df, TYPED, strategy, build, sample_size=100, num_partitions=4)
+    assert [hashable(r) for r in out.collect()] == [hashable(r) for r in udf.collect()]
+
+
+@pytest.mark.parametrize("columns", [["d", "i", "ts"], ["dt", "dec", "b", "ntz", "l", "f"], ["s", "i"]],
+                         ids=["numbers-timestamp", "exact-types", "string-falls-back-to-spark"])
+def test_scan_linear_sort_orders_rows_across_and_within_partitions(spark: Any, scanned: tuple[Any, Any],
+                                                                   columns: list[str]) -> None:
+    df, scan = scanned
+    out = sort_for_layout(df, columns, LayoutStrategy.LINEAR, CurveBuildMethod.SAMPLE, 100, 3, scan=scan)
+    assert out.columns == df.columns
+    assert out.rdd.getNumPartitions() == 3
+    assert_same_rows(df, out)
+    parts = collect_partitions(out)
+    rows = [linear_key(r, columns) for t in parts.values() for r in t.to_pylist()]
+    assert rows == sorted(rows)  # in partition order, then row order
+    assert rows[0][0] == (False, None)
+    assert min(t.num_rows for t in parts.values()) >= len(rows) // 6  # range partitions of similar size

@@ -17,7 +17,13 @@ import structlog
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
-from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session, is_connect_session
+from hudi_clusterd.engine.scan import GroupScan, ScanFile
+from hudi_clusterd.engine.session import (
+    DEFAULT_MASTER,
+    default_parallelism,
+    get_or_create_session,
+    is_connect_session,
+)
 from hudi_clusterd.engine.sizing import output_bytes_per_row, output_file_groups
 from hudi_clusterd.engine.sorting import sort_for_layout
 from hudi_clusterd.engine.writer import (
@@ -67,14 +73,13 @@ class SparkGroupRunner:
         self._active: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
-    def read_group(self, table: HoodieTable, plan: ClusteringPlan, index: int) -> DataFrame:
-        """The group's rows, without the two meta columns the writer sets anyway (``_hoodie_file_name`` is
-        rewritten, ``_hoodie_partition_path`` is the group's partition): they would only widen the shuffle."""
+    def group_files(self, table: HoodieTable, plan: ClusteringPlan, index: int) -> list[ScanFile]:
+        """The group's base files (relative paths) with their sizes; refuses a missing or empty one, which
+        Spark's reader would silently skip, dropping a damaged file group's rows."""
         group = plan.input_groups[index]
         storage = table.storage
-        # one listing per group: Spark silently skips empty files, which would drop a damaged file group
-        listed = {e.path: e.size for e in storage.list_dir(group.partition_path) if not e.is_dir}
-        paths = []
+        listed = {e.path: e.size for e in storage.list_dir(group.partition_path) if not e.is_dir}  # one listing
+        files = []
         for s in group.slices:
             rel = storage.rel_from_uri(s.data_file_path)  # refuses paths outside the table
             size = listed[rel] if rel in listed else (info.size if (info := storage.info(rel)) else None)
@@ -83,7 +88,17 @@ class SparkGroupRunner:
             if size < MIN_PARQUET_BYTES:
                 raise ExecutionError(f"{storage.full_path(rel)}: {size} bytes, not a Parquet file (empty or "
                                      "truncated)")
-            paths.append(literal_read_path(storage.full_path(rel) if storage.is_local else storage.uri(rel)))
+            files.append(ScanFile(rel, size))
+        return files
+
+    def read_group(self, table: HoodieTable, plan: ClusteringPlan, index: int,
+                   files: list[ScanFile] | None = None) -> DataFrame:
+        """The group's rows, without the two meta columns the writer sets anyway (``_hoodie_file_name`` is
+        rewritten, ``_hoodie_partition_path`` is the group's partition): they would only widen the shuffle."""
+        storage = table.storage
+        files = self.group_files(table, plan, index) if files is None else files
+        paths = [literal_read_path(storage.full_path(f.path) if storage.is_local else storage.uri(f.path))
+                 for f in files]
         df = self.spark.read.option("mergeSchema", "true").parquet(*paths)
         return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD)
 
@@ -133,14 +148,17 @@ class SparkGroupRunner:
         with self._lock:
             self._active.setdefault(instant, set()).add(job_group)
         try:
-            df = self.read_group(table, plan, index)
+            files = self.group_files(table, plan, index)
+            df = self.read_group(table, plan, index, files)
             data_schema = strip_meta_fields(spark_arrow_schema(df))
             rows = df.count()
             n_out = self.output_partitions(table, plan, index, rows, policy.target_file_max_bytes)
             columns = plan.strategy.sort_columns
             if columns:
+                scan = GroupScan(self.spark, executor_base_path(table.storage), tuple(files), df.schema,
+                                 default_parallelism(self.spark))
                 ordered = sort_for_layout(df, columns, policy.layout_strategy, policy.curve_build_method,
-                                          policy.curve_sample_size, n_out, rows=rows)
+                                          policy.curve_sample_size, n_out, rows=rows, scan=scan)
             else:
                 ordered = df.repartition(n_out)
             spec = BaseFileWriteSpec(
@@ -154,7 +172,12 @@ class SparkGroupRunner:
                 partition_path=group.partition_path,
                 expected_task_rows=-(-rows // n_out),
             )
-            return write_file_groups(ordered, spec)
+            stats = write_file_groups(ordered, spec)
+            written = sum(s.num_writes for s in stats)
+            if written != rows:  # the files are rolled back with the instant; nothing is lost or duplicated
+                raise ExecutionError(f"{description}: wrote {written} rows but the input has {rows}; "
+                                     "the clustering is not committed")
+            return stats
         except ExecutionError:
             raise
         except Exception as e:

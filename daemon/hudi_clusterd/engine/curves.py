@@ -336,17 +336,28 @@ def keys_to_words(keys: np.ndarray) -> np.ndarray:
     return flipped
 
 
+def linear_keys(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
+    """Keys in the columns' lexicographic order, nulls first: each column's direct coordinate, big-endian, one
+    after the other (``(n, 8 * dims)`` ``uint8``). Weakly monotone where `direct_coordinates` is weak (long
+    strings sharing their first 8 bytes tie), exact for numbers, dates and timestamps otherwise."""
+    if not columns:
+        raise ValueError("at least one column is needed")
+    coords = np.stack([direct_coordinates(c) for c in columns], axis=1)
+    return np.ascontiguousarray(coords.astype(">u8")).view(np.uint8).reshape(coords.shape[0], 8 * len(columns))
+
+
 def curve_keys(
     columns: Sequence[pa.Array | pa.ChunkedArray],
     strategy: LayoutStrategy,
     boundaries: Sequence[np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Curve keys for one batch: direct coordinates when ``boundaries`` is None, else sample (CDF) ones.
-
-    ``LINEAR`` is rejected: a linear order needs no key.
+    """Layout keys for one batch: for a curve, over direct coordinates when ``boundaries`` is None, else over
+    sample (CDF) ones; for ``LINEAR``, `linear_keys` (``boundaries`` must then be None).
     """
     if strategy is LayoutStrategy.LINEAR:
-        raise ValueError("a linear layout is sorted by its columns, not by a curve key")
+        if boundaries is not None:
+            raise ValueError("a linear layout orders by the values themselves; it takes no sample boundaries")
+        return linear_keys(columns)
     direct = [direct_coordinates(c) for c in columns]
     if boundaries is None:
         coords, bits = direct, DIRECT_BITS

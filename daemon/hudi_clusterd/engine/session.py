@@ -83,3 +83,14 @@ def get_or_create_session(
     session: SparkSession = builder.getOrCreate()
     log.info("spark session ready", master=master, version=session.version)
     return session
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """Cores the session's jobs run on at once: the SparkContext's default parallelism, or on Spark Connect
+    (no SparkContext) ``spark.default.parallelism`` when set, else 1."""
+    if not is_connect_session(spark):
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    try:
+        return max(1, int(str(spark.conf.get("spark.default.parallelism", "1"))))
+    except ValueError:
+        return 1

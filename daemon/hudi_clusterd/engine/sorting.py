@@ -3,22 +3,25 @@
 `sort_for_layout` returns the input DataFrame range-partitioned into ``num_partitions`` Spark partitions
 (one per output file group) and sorted within each partition, with exactly the input columns.
 
-* ``LINEAR`` — and any single sort column, whatever the strategy, since a curve over one dimension is that
-  dimension's order (Hudi does the same) — is ``repartitionByRange`` + ``sortWithinPartitions`` on the
-  columns themselves, nulls first. No Python runs.
-* ``ZORDER`` / ``HILBERT`` order rows by a curve key computed by a scalar Arrow UDF that receives
-  only the sort columns (the other columns never cross into Python) and runs `curves` on whole batches.
+Curve layouts, and linear ones computed in a scan (below), first draw one uniform sample of at most
+``sample_size`` rows (Bernoulli on the row count, capped; only the sort columns are read). A single executor
+task turns it into small arrays: for the ``SAMPLE`` curve build, each column's quantile boundaries; always,
+the ``num_partitions - 1`` layout keys that split the sample into equal parts. Only those arrays reach the
+driver (a few KiB per column); they travel to the executors in the closures that compute each row's key and
+range partition (a binary search among the split keys). The rows then move with ``repartitionById`` +
+``sortWithinPartitions``: range partitioning as ``repartitionByRange`` would do it, minus its own sampling
+job, which would read the whole input a second time.
 
-  Curve layouts first draw one uniform sample of at most ``sample_size`` rows (Bernoulli on the row count,
-  capped; only the sort columns are read). A single executor task turns it into small arrays: for the
-  ``SAMPLE`` build, each column's quantile boundaries; for both builds, the ``num_partitions - 1`` keys that
-  split the sample's curve keys into equal parts. Only those arrays reach the driver (a few KiB per
-  column); they travel to the executors inside the UDF's closure, which Spark ships once per task.
-  The UDF then returns each row's key, as ``int64`` words (one for two sampled dimensions, so Spark can
-  radix-sort it), *and* its range partition (a binary search among the split keys); the rows move with
-  ``repartitionById`` + ``sortWithinPartitions(k0, k1, …)``. This is range partitioning on the key, as
-  ``repartitionByRange(key)`` would do, minus its own sampling job, which would read the whole input and
-  run the UDF over every row a second time.
+* ``ZORDER`` / ``HILBERT``: the key is the curve key (`curves`), as ``int64`` words (one for two sampled
+  dimensions, so Spark can radix-sort it); rows sort by those words.
+* ``LINEAR`` — and any single sort column, whatever the strategy, since a curve over one dimension is that
+  dimension's order (Hudi does the same): the key (`curves.linear_keys`) only places rows in partitions; rows
+  sort by the columns themselves, nulls first. Columns whose keys may tie on a shared prefix (strings,
+  binaries, decimals wider than 18 digits) keep Spark's ``repartitionByRange`` instead: no Python runs.
+
+Where the keys are computed: given a `scan.GroupScan` (clustering always gives one), the Python workers read
+the group's files themselves and add the key on the way, one hand-over of the rows into the JVM. Without one
+(any DataFrame), a scalar Arrow UDF that receives only the sort columns computes the curve key.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from hudi_clusterd.errors import PlanError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
+
+    from hudi_clusterd.engine.scan import GroupScan
 
 log = structlog.get_logger(__name__)
 
@@ -142,7 +148,7 @@ def plan_curve_partitioning(
 
     names = list(sort_columns)
     count = len(names)
-    sample_build = build_method is CurveBuildMethod.SAMPLE
+    sample_build = build_method is CurveBuildMethod.SAMPLE and strategy is not LayoutStrategy.LINEAR
     rows = df.count() if rows is None else rows
     empty = tuple(np.zeros(0, np.uint64) for _ in names) if sample_build else None
     if rows == 0:
@@ -193,41 +199,83 @@ def key_fields(dims: int, partitioning: CurvePartitioning) -> list[str]:
     """Names of the ``int64`` key words in the layout-key struct (``k0``, ``k1``, …), most significant first."""
     from hudi_clusterd.engine import curves
 
+    if partitioning.strategy is LayoutStrategy.LINEAR:  # rows sort by their own columns; only the partition counts
+        return []
     width = curves.key_width(dims, partitioning.boundaries is not None)
     return [f"k{i}" for i in range(-(-width // 8))]
+
+
+def key_struct_type(dims: int, partitioning: CurvePartitioning) -> StructType:
+    """Spark type of the layout key: ``struct<partition: int, k0: long, …>``."""
+    from pyspark.sql import types as T
+
+    words = key_fields(dims, partitioning)
+    return T.StructType(
+        [T.StructField("partition", T.IntegerType(), False)] + [T.StructField(w, T.LongType(), False) for w in words]
+    )
+
+
+def key_arrays(partitioning: CurvePartitioning, columns: Sequence[pa.Array]) -> pa.StructArray:
+    """The layout key of a batch of sort-column values: its range partition and its ``int64`` key words."""
+    from hudi_clusterd.engine import curves
+
+    keys = partitioning.keys(columns)
+    parts = pa.array(partitioning.partitions(keys), pa.int32())
+    word_columns = curves.keys_to_words(keys)
+    words = key_fields(len(columns), partitioning)
+    arrays = [parts, *(pa.array(word_columns[:, i]) for i in range(len(words)))]
+    return pa.StructArray.from_arrays(arrays, names=["partition", *words])
 
 
 def with_layout_key(
     df: DataFrame, sort_columns: Sequence[str], partitioning: CurvePartitioning, key_column: str = KEY_COLUMN
 ) -> DataFrame:
-    """``df`` plus a ``struct<partition: int, k0: long, …>`` layout-key column computed from ``sort_columns``.
+    """``df`` plus a ``struct<partition: int, k0: long, …>`` layout-key column computed from ``sort_columns``
+    by a scalar Arrow UDF.
 
     Sorting by ``k0, k1, …`` is sorting by the curve key (see `curves.keys_to_words`); ``partition`` is
     the key's range partition.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
     from pyspark.sql.pandas.functions import arrow_udf
 
-    from hudi_clusterd.engine import curves
-
     count = len(sort_columns)
-    words = key_fields(count, partitioning)
 
     def layout_key(columns: pa.Array) -> pa.Array:
-        keys = partitioning.keys([columns.field(i) for i in range(count)])
-        parts = pa.array(partitioning.partitions(keys), pa.int32())
-        word_columns = curves.keys_to_words(keys)
-        arrays = [parts, *(pa.array(word_columns[:, i]) for i in range(len(words)))]
-        return pa.StructArray.from_arrays(arrays, names=["partition", *words])
+        return key_arrays(partitioning, [columns.field(i) for i in range(count)])
 
-    result_type = T.StructType(
-        [T.StructField("partition", T.IntegerType(), False)] + [T.StructField(w, T.LongType(), False) for w in words]
-    )
     # The hints on `layout_key` (resolved against this module's `pa`) make it a scalar Arrow UDF.
-    key_udf: Any = arrow_udf(layout_key, result_type)  # type: ignore[call-overload]  # stubs lag 4.1 hints
+    key_udf: Any = arrow_udf(layout_key, key_struct_type(count, partitioning))  # type: ignore[call-overload]
     packed = F.struct(*[_column(c).alias(f"c{i}") for i, c in enumerate(sort_columns)])
     return df.withColumn(key_column, key_udf(packed))
+
+
+def scan_with_layout_key(
+    scan: GroupScan, sort_columns: Sequence[str], partitioning: CurvePartitioning, key_column: str = KEY_COLUMN
+) -> DataFrame:
+    """The scanned group's rows plus the layout-key column, computed as the files are read (see `scan`)."""
+    names = list(sort_columns)
+
+    def layout_key(batch: pa.RecordBatch) -> pa.Array:
+        return key_arrays(partitioning, [batch.column(name) for name in names])
+
+    return scan.with_key(key_column, key_struct_type(len(names), partitioning), layout_key)
+
+
+def _exact_linear_keys(df: DataFrame, sort_columns: Sequence[str]) -> bool:
+    """True when `curves.linear_keys` order these columns exactly (numbers, dates, timestamps, booleans): range
+    partitions cut on those keys are then as even as Spark's own. Strings, binaries and wide decimals tie on a
+    shared prefix, which could pile rows into one partition, so those keep Spark's ``repartitionByRange``."""
+    from pyspark.sql import types as T
+
+    exact = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.BooleanType,
+             T.DateType, T.TimestampType, T.TimestampNTZType)
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    for name in sort_columns:
+        dtype = fields[name]
+        if not (isinstance(dtype, exact) or (isinstance(dtype, T.DecimalType) and dtype.precision <= 18)):
+            return False
+    return True
 
 
 def _key_name(df: DataFrame) -> str:
@@ -245,10 +293,13 @@ def sort_for_layout(
     sample_size: int,
     num_partitions: int,
     rows: int | None = None,
+    scan: GroupScan | None = None,
 ) -> DataFrame:
     """Range-partition ``df`` into ``num_partitions`` partitions, each sorted in the layout's order.
 
-    Returns exactly ``df``'s columns. Nulls sort first. ``rows``: ``df``'s row count, when known. Raises
+    Returns exactly ``df``'s columns. Nulls sort first. ``rows``: ``df``'s row count, when known. ``scan``:
+    the files ``df`` reads, for a curve layout to read them itself with the key computed on the way
+    (`scan_with_layout_key`) instead of running a UDF over ``df``; its schema must be ``df``'s. Raises
     `PlanError` for a missing, nested or unsupported sort column, or non-positive ``num_partitions`` /
     ``sample_size``.
     """
@@ -256,8 +307,17 @@ def sort_for_layout(
     columns = list(sort_columns)
     if strategy is LayoutStrategy.LINEAR or len(columns) == 1:
         order = [_column(c).asc_nulls_first() for c in columns]
-        log.debug("layout sort", strategy="linear", columns=columns, partitions=num_partitions)
-        return df.repartitionByRange(num_partitions, *order).sortWithinPartitions(*order)
+        exact = _exact_linear_keys(df, columns)
+        log.debug("layout sort", strategy="linear", columns=columns, partitions=num_partitions,
+                  scan=scan is not None and exact)
+        if scan is None or not exact:
+            return df.repartitionByRange(num_partitions, *order).sortWithinPartitions(*order)
+        linear = plan_curve_partitioning(df, columns, LayoutStrategy.LINEAR, CurveBuildMethod.DIRECT, sample_size,
+                                         num_partitions, rows)
+        key = _key_name(df)
+        keyed = scan_with_layout_key(scan, columns, linear, key)
+        return keyed.repartitionById(num_partitions, _column(key).getField("partition")).sortWithinPartitions(
+            *order).drop(key)
 
     partitioning = plan_curve_partitioning(df, columns, strategy, build_method, sample_size, num_partitions, rows)
     log.debug(
@@ -270,7 +330,10 @@ def sort_for_layout(
         boundaries=None if partitioning.boundaries is None else [int(b.size) for b in partitioning.boundaries],
     )
     key = _key_name(df)
-    keyed = with_layout_key(df, columns, partitioning, key)
+    if scan is not None:
+        keyed = scan_with_layout_key(scan, columns, partitioning, key)
+    else:
+        keyed = with_layout_key(df, columns, partitioning, key)
     order = [_column(key).getField(w) for w in key_fields(len(columns), partitioning)]
     return (
         keyed.repartitionById(num_partitions, _column(key).getField("partition")).sortWithinPartitions(*order).drop(key)

@@ -344,9 +344,18 @@ def test_rank_coordinates_degenerate_boundaries() -> None:
 # --- curve_keys ------------------------------------------------------------------------------------------
 
 
-def test_curve_keys_linear_strategy_rejected() -> None:
+def test_linear_keys_order_rows_lexicographically_nulls_first() -> None:
+    a = pa.array([2, None, 1, 1, -5], pa.int64())
+    b = pa.array([0.5, 3.0, None, -1.0, 9.0])
+    keys = curves.curve_keys([a, b], LayoutStrategy.LINEAR)
+    assert keys.shape == (5, 16)
+    order = sorted(range(5), key=lambda i: keys[i].tobytes())
+    assert order == [1, 4, 2, 3, 0]  # (null, 3.0), (-5, 9.0), (1, null), (1, -1.0), (2, 0.5)
+
+
+def test_linear_keys_take_no_boundaries() -> None:
     with pytest.raises(ValueError, match="linear"):
-        curves.curve_keys([pa.array([1])], LayoutStrategy.LINEAR)
+        curves.curve_keys([pa.array([1])], LayoutStrategy.LINEAR, [np.zeros(1, np.uint64)])
 
 
 def test_curve_keys_boundary_count_must_match_columns() -> None:

@@ -1,0 +1,148 @@
+"""A clustering group's base files read inside Spark tasks with pyarrow, each row's layout key added in the same pass.
+
+Why not Spark's own parquet reader followed by a scalar Arrow UDF for the curve key: that plan reads every row
+into the JVM, copies it into a queue while its sort columns travel to a Python worker and back, and joins the
+key onto it. Reading the files in the Python worker instead costs one hand-over (Arrow batches into the JVM,
+all columns) and no queue: on the reference dataset (4M rows, 200 files, two cores) the read, key, shuffle and
+sort of a Hilbert clustering went from 10.6 s to 6.5 s, below the 7.5 s of plain Spark's ``repartitionByRange``
+on the same files (`bench/bench_clustering.py --profile`).
+
+`GroupScan.with_key` returns the DataFrame ``spark.range(tasks)`` → ``mapInArrow``: task ``i`` reads the files
+`assign_files` gives it, in plan order, in batches of `BATCH_ROWS`, conforms every batch to the group's merged
+Spark schema (`conform`: columns in schema order, missing ones null, types cast, INT96 read as microseconds) and
+appends the key column. The assignment is fixed in the closure, so a retried task reads exactly what the failed
+attempt read. Data never passes through the driver.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudi_clusterd.errors import ExecutionError
+from hudi_clusterd.io.storage import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+BATCH_ROWS = 10_000
+"""Rows per batch read and handed to the JVM (Spark's own ``arrow.maxRecordsPerBatch`` default)."""
+SPLIT_BYTES = 128 * 1024 * 1024
+"""Input bytes one task reads at most when the files allow it (Spark's ``files.maxPartitionBytes`` default)."""
+TASKS_PER_CORE = 2
+"""At least this many tasks per core, so a task that draws larger files does not leave a core idle at the end."""
+
+KeyFunction = Callable[[pa.RecordBatch], pa.Array]
+"""Computes the key column of one conformed batch (runs in the Python workers)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanFile:
+    """A base file of the group: its path relative to the table and its size in bytes."""
+
+    path: str
+    size: int
+
+
+def scan_tasks(sizes: Sequence[int], parallelism: int) -> int:
+    """How many tasks read files of these sizes: enough to keep every core busy (`TASKS_PER_CORE`) and to keep
+    each under `SPLIT_BYTES`, never more than one per file (one for no files: an empty DataFrame)."""
+    if not sizes:
+        return 1
+    wanted = max(TASKS_PER_CORE * max(1, parallelism), math.ceil(sum(sizes) / SPLIT_BYTES))
+    return max(1, min(len(sizes), wanted))
+
+
+def assign_files(sizes: Sequence[int], tasks: int) -> list[list[int]]:
+    """Indices of the files each of ``tasks`` tasks reads, balanced by bytes (largest file first to the least
+    loaded task); each task's files stay in their original order. Every file is assigned exactly once."""
+    if tasks < 1:
+        raise ValueError(f"tasks must be >= 1, got {tasks}")
+    loads = [0] * tasks
+    assigned: list[list[int]] = [[] for _ in range(tasks)]
+    for index in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        task = min(range(tasks), key=lambda t: (loads[t], t))
+        assigned[task].append(index)
+        loads[task] += sizes[index]
+    return [sorted(files) for files in assigned]
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema, source: str) -> pa.RecordBatch:
+    """``batch`` with exactly ``schema``'s columns, in its order: missing columns null (a file written before the
+    column was added), others cast where the file's type differs. Raises `ExecutionError` naming ``source`` and
+    the column when a cast is impossible."""
+    arrays: list[pa.Array] = []
+    for field in schema:
+        index = batch.schema.get_field_index(field.name)
+        if index < 0:
+            arrays.append(pa.nulls(batch.num_rows, field.type))
+            continue
+        column = batch.column(index)
+        if not column.type.equals(field.type):
+            try:
+                column = column.cast(field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+                raise ExecutionError(
+                    f"{source}: column {field.name!r} of type {column.type} cannot be read as {field.type}: {e}"
+                ) from e
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def read_conformed(storage: Storage, rel: str, schema: pa.Schema, batch_rows: int = BATCH_ROWS
+                   ) -> Iterator[pa.RecordBatch]:
+    """The rows of base file ``rel`` in batches conformed to ``schema`` (only its columns are read)."""
+    source = storage.full_path(rel)
+    try:
+        with storage.fs.open_input_file(source) as f:
+            parquet = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
+            present = set(parquet.schema_arrow.names)
+            columns = [name for name in schema.names if name in present]
+            for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
+                yield conform(batch, schema, source)
+    except ExecutionError:
+        raise
+    except (OSError, pa.ArrowException) as e:
+        raise ExecutionError(f"{source}: cannot read the base file: {e}") from e
+
+
+@dataclass(frozen=True, slots=True)
+class GroupScan:
+    """The files of one clustering group and the merged Spark schema of their rows (as Spark's reader sees
+    them, minus the columns the caller dropped)."""
+
+    spark: SparkSession
+    base_path: str
+    files: tuple[ScanFile, ...]
+    schema: StructType
+    parallelism: int
+
+    def with_key(self, key_name: str, key_type: StructType, key: KeyFunction) -> DataFrame:
+        """The group's rows, ``schema``'s columns plus ``key_name`` (of ``key_type``) computed by ``key``."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import StructField, StructType
+
+        large = str(self.spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")).lower() == "true"
+        arrow_schema = to_arrow_schema(self.schema, timezone="UTC", prefers_large_types=large)
+        names = [*arrow_schema.names, key_name]
+        sizes = [f.size for f in self.files]
+        tasks = scan_tasks(sizes, self.parallelism)
+        assignment = [[self.files[i].path for i in files] for files in assign_files(sizes, tasks)]
+        base_path = self.base_path
+
+        def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            storage = Storage(base_path)
+            for batch in batches:  # one row per task: its index in `assignment`
+                for task in batch.column(0).to_pylist():
+                    for rel in assignment[task]:
+                        for rows in read_conformed(storage, rel, arrow_schema):
+                            yield pa.RecordBatch.from_arrays([*rows.columns, key(rows)], names=names)
+
+        spark_schema = StructType([*self.schema.fields, StructField(key_name, key_type, False)])
+        return self.spark.range(0, tasks, 1, tasks).mapInArrow(read_task, spark_schema)
