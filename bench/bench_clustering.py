@@ -240,7 +240,7 @@ class RssPeaks:
     driver: int = 0  # this Python process + the JVM, summed at each sample
     python: int = 0
     jvm: int = 0
-    workers: int = 0  # the Spark Python workers (children of the JVM), summed
+    workers: int = 0  # the Spark Python workers (below the driver JVM, or below standalone executors), summed
     executor: int = 0  # a standalone executor JVM (not ours: the worker's child), when there is one
     samples: int = 0
 
@@ -277,8 +277,9 @@ def sample_rss(interval_s: float = SAMPLE_INTERVAL_S) -> Iterator[RssPeaks]:
         while True:
             now = time.monotonic()
             if jvm is not None and now - last_scan > 1.0:  # workers come and go; rescan each second
-                workers = [pid for pid, comm in descendants(jvm).items() if comm.startswith("python")]
                 executors = executor_pids()
+                workers = [pid for parent in (jvm, *executors) for pid, comm in descendants(parent).items()
+                           if comm.startswith("python")]
                 last_scan = now
             peaks.executor = max(peaks.executor, sum(rss_bytes(pid) for pid in executors))
             py, jv = rss_bytes("self"), rss_bytes(jvm) if jvm is not None else 0
