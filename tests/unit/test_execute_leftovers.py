@@ -94,6 +94,36 @@ def test_recover_abandoned_live_owner_of_completed_clustering_keeps_its_markers(
             _RUNNING.discard((table.base_path, instant))
 
 
+def test_claim_rolls_back_a_dead_owners_inflight_plan_with_the_recovery_event(tmp_path: Path) -> None:
+    from structlog.testing import capture_logs
+
+    table, instant = _scheduled(tmp_path)
+    claimed = claim(table, instant)  # a first executor claims the plan and writes one file, then dies
+    assert claimed is not None
+    claimed[1].stop(delete=False)
+    with _RUNNING_LOCK:
+        _RUNNING.discard((table.base_path, instant))
+    name = f"{FILE_ID}_0-1-1_{instant}.parquet"
+    create_marker(table.storage, instant, "p1", name)
+    written = tmp_path / "t" / "p1" / name
+    written.write_bytes(b"PAR1 partial")
+    owner = json.dumps({"owner": f"{socket.gethostname()}:{_dead_pid()}", "token": "x"}).encode()
+    table.storage.write_bytes(heartbeat_rel(instant), owner, overwrite=True)
+
+    with capture_logs() as logs:  # the next executor picks the plan before any recovery pass ran
+        again = claim(table, instant)
+    try:
+        assert again is not None
+        assert not written.exists()
+        recovered = [e for e in logs if e["event"] == "rolled back abandoned clustering"]
+        assert [(e["instant"], e["deleted_files"]) for e in recovered] == [(instant, 1)]
+    finally:
+        if again is not None:
+            again[1].stop()
+        with _RUNNING_LOCK:
+            _RUNNING.discard((table.base_path, instant))
+
+
 class AttemptsRunner:
     """Writes one file per group, plus, for group 0, the file of an attempt that failed after its marker."""
 

@@ -220,10 +220,11 @@ def key_arrays(partitioning: CurvePartitioning, columns: Sequence[pa.Array]) -> 
     from hudi_clusterd.engine import curves
 
     keys = partitioning.keys(columns)
-    parts = pa.array(partitioning.partitions(keys), pa.int32())
-    word_columns = curves.keys_to_words(keys)
+    arrays = [pa.array(partitioning.partitions(keys), pa.int32())]
     words = key_fields(len(columns), partitioning)
-    arrays = [parts, *(pa.array(word_columns[:, i]) for i in range(len(words)))]
+    if words:  # none for a linear layout
+        word_columns = curves.keys_to_words(keys)
+        arrays += [pa.array(word_columns[:, i]) for i in range(len(words))]
     return pa.StructArray.from_arrays(arrays, names=["partition", *words])
 
 

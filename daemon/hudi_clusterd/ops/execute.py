@@ -249,7 +249,11 @@ def claim(table: HoodieTable, instant: str) -> tuple[ClusteringPlan, OwnerHeartb
         if inst.state is State.INFLIGHT:
             if owner_alive(table, instant):
                 return None
-            rollback_pending(table, instant, Action.REPLACE_COMMIT, take_lock=False)
+            # the same recovery as `recover_abandoned`, reached first when the plan is picked before it runs
+            result = rollback_pending(table, instant, Action.REPLACE_COMMIT, take_lock=False)
+            if result is not None:
+                log.warning("rolled back abandoned clustering", instant=instant,
+                            deleted_files=len(result.deleted_files))
         table.timeline_store.create(Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT), b"")
         heartbeat = OwnerHeartbeat(table, instant)
         heartbeat.start()
