@@ -75,7 +75,7 @@ from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy  # noqa: 
 from hudi_clusterd.domain.table_config import TableConfig  # noqa: E402
 from hudi_clusterd.engine.cluster import SparkGroupRunner, row_group_bytes  # noqa: E402
 from hudi_clusterd.engine.scan import GroupScan  # noqa: E402
-from hudi_clusterd.engine.session import default_parallelism, get_or_create_session  # noqa: E402
+from hudi_clusterd.engine.session import get_or_create_session  # noqa: E402
 from hudi_clusterd.engine.sorting import sort_for_layout  # noqa: E402
 from hudi_clusterd.engine.writer import executor_base_path, insert, spark_arrow_schema, write_file_groups  # noqa: E402
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields  # noqa: E402
@@ -443,7 +443,7 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
     assert plan is not None
     files = runner.group_files(table, plan, 0)
     df = runner.read_group(table, plan, 0, files)
-    scan = GroupScan(spark, executor_base_path(table.storage), tuple(files), df.schema, default_parallelism(spark))
+    scan = GroupScan(spark, executor_base_path(table.storage), tuple(files), df.schema)
     data_schema = strip_meta_fields(spark_arrow_schema(df))
     rows = timed("count", df.count)
     n_out = timed("output sizing (sample)", lambda: runner.output_partitions(

@@ -225,7 +225,7 @@ def scanned(spark: Any, typed_df: Any, tmp_path_factory: Any) -> tuple[Any, Any]
     assert len(files) == 5
     df = spark.read.parquet(*[str(f) for f in files])
     scan = GroupScan(spark, str(base), tuple(ScanFile(str(f.relative_to(base)), f.stat().st_size) for f in files),
-                     df.schema, 2)
+                     df.schema)
     return df, scan
 
 

@@ -18,12 +18,7 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.engine.scan import GroupScan, ScanFile
-from hudi_clusterd.engine.session import (
-    DEFAULT_MASTER,
-    default_parallelism,
-    get_or_create_session,
-    is_connect_session,
-)
+from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session, is_connect_session
 from hudi_clusterd.engine.sizing import output_bytes_per_row, output_file_groups
 from hudi_clusterd.engine.sorting import sort_for_layout
 from hudi_clusterd.engine.writer import (
@@ -155,8 +150,7 @@ class SparkGroupRunner:
             n_out = self.output_partitions(table, plan, index, rows, policy.target_file_max_bytes)
             columns = plan.strategy.sort_columns
             if columns:
-                scan = GroupScan(self.spark, executor_base_path(table.storage), tuple(files), df.schema,
-                                 default_parallelism(self.spark))
+                scan = GroupScan(self.spark, executor_base_path(table.storage), tuple(files), df.schema)
                 ordered = sort_for_layout(df, columns, policy.layout_strategy, policy.curve_build_method,
                                           policy.curve_sample_size, n_out, rows=rows, scan=scan)
             else:

@@ -121,18 +121,19 @@ class GroupScan:
     base_path: str
     files: tuple[ScanFile, ...]
     schema: StructType
-    parallelism: int
 
     def with_key(self, key_name: str, key_type: StructType, key: KeyFunction) -> DataFrame:
         """The group's rows, ``schema``'s columns plus ``key_name`` (of ``key_type``) computed by ``key``."""
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import StructField, StructType
 
+        from hudi_clusterd.engine.session import default_parallelism
+
         large = str(self.spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")).lower() == "true"
         arrow_schema = to_arrow_schema(self.schema, timezone="UTC", prefers_large_types=large)
         names = [*arrow_schema.names, key_name]
         sizes = [f.size for f in self.files]
-        tasks = scan_tasks(sizes, self.parallelism)
+        tasks = scan_tasks(sizes, default_parallelism(self.spark))
         assignment = [[self.files[i].path for i in files] for files in assign_files(sizes, tasks)]
         base_path = self.base_path
 
