@@ -299,43 +299,40 @@ def sort_for_layout(
     """Range-partition ``df`` into ``num_partitions`` partitions, each sorted in the layout's order.
 
     Returns exactly ``df``'s columns. Nulls sort first. ``rows``: ``df``'s row count, when known. ``scan``:
-    the files ``df`` reads, for a curve layout to read them itself with the key computed on the way
-    (`scan_with_layout_key`) instead of running a UDF over ``df``; its schema must be ``df``'s. Raises
-    `PlanError` for a missing, nested or unsupported sort column, or non-positive ``num_partitions`` /
-    ``sample_size``.
+    the files ``df`` reads, for the layout to read them itself with the key computed on the way
+    (`scan_with_layout_key`) instead of running a UDF over ``df`` (curves) or Spark's range partitioning
+    (linear, on exactly ordered columns); its schema must be ``df``'s. Raises `PlanError` for a missing, nested
+    or unsupported sort column, or non-positive ``num_partitions`` / ``sample_size``.
     """
     _validate(df, sort_columns, sample_size, num_partitions)
     columns = list(sort_columns)
-    if strategy is LayoutStrategy.LINEAR or len(columns) == 1:
-        order = [_column(c).asc_nulls_first() for c in columns]
-        exact = _exact_linear_keys(df, columns)
-        log.debug("layout sort", strategy="linear", columns=columns, partitions=num_partitions,
-                  scan=scan is not None and exact)
-        if scan is None or not exact:
-            return df.repartitionByRange(num_partitions, *order).sortWithinPartitions(*order)
-        linear = plan_curve_partitioning(df, columns, LayoutStrategy.LINEAR, CurveBuildMethod.DIRECT, sample_size,
-                                         num_partitions, rows)
-        key = _key_name(df)
-        keyed = scan_with_layout_key(scan, columns, linear, key)
-        return keyed.repartitionById(num_partitions, _column(key).getField("partition")).sortWithinPartitions(
-            *order).drop(key)
+    linear = strategy is LayoutStrategy.LINEAR or len(columns) == 1
+    by_columns = [_column(c).asc_nulls_first() for c in columns]
+    if linear:
+        scanned = scan is not None and _exact_linear_keys(df, columns)
+        log.debug("layout sort", strategy="linear", columns=columns, partitions=num_partitions, scan=scanned)
+        if not scanned:
+            return df.repartitionByRange(num_partitions, *by_columns).sortWithinPartitions(*by_columns)
+        strategy, build_method = LayoutStrategy.LINEAR, CurveBuildMethod.DIRECT
 
     partitioning = plan_curve_partitioning(df, columns, strategy, build_method, sample_size, num_partitions, rows)
-    log.debug(
-        "layout sort",
-        strategy=strategy.value,
-        build=build_method.value,
-        columns=columns,
-        partitions=num_partitions,
-        sample_rows=partitioning.sample_rows,
-        boundaries=None if partitioning.boundaries is None else [int(b.size) for b in partitioning.boundaries],
-    )
+    if not linear:
+        log.debug(
+            "layout sort",
+            strategy=strategy.value,
+            build=build_method.value,
+            columns=columns,
+            partitions=num_partitions,
+            sample_rows=partitioning.sample_rows,
+            boundaries=None if partitioning.boundaries is None else [int(b.size) for b in partitioning.boundaries],
+        )
     key = _key_name(df)
     if scan is not None:
         keyed = scan_with_layout_key(scan, columns, partitioning, key)
     else:
         keyed = with_layout_key(df, columns, partitioning, key)
-    order = [_column(key).getField(w) for w in key_fields(len(columns), partitioning)]
+    # a linear layout sorts by the columns themselves; a curve by its key's words
+    order = by_columns if linear else [_column(key).getField(w) for w in key_fields(len(columns), partitioning)]
     return (
         keyed.repartitionById(num_partitions, _column(key).getField("partition")).sortWithinPartitions(*order).drop(key)
     )
