@@ -74,9 +74,15 @@ sys.path.insert(0, str(REPO / "daemon"))
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy  # noqa: E402
 from hudi_clusterd.domain.table_config import TableConfig  # noqa: E402
 from hudi_clusterd.engine.cluster import SparkGroupRunner, row_group_bytes  # noqa: E402
+from hudi_clusterd.engine.exchange import exchange, ranges_per_partition, task_runs  # noqa: E402
 from hudi_clusterd.engine.scan import GroupScan  # noqa: E402
 from hudi_clusterd.engine.session import get_or_create_session  # noqa: E402
-from hudi_clusterd.engine.sorting import sort_for_layout  # noqa: E402
+from hudi_clusterd.engine.sorting import (  # noqa: E402
+    key_words,
+    plan_curve_partitioning,
+    range_keys,
+    sort_for_layout,
+)
 from hudi_clusterd.engine.writer import executor_base_path, insert, spark_arrow_schema, write_file_groups  # noqa: E402
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields  # noqa: E402
 from hudi_clusterd.io.base_file_writer import BaseFileWriteSpec  # noqa: E402
@@ -441,28 +447,42 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
     scheduled = timed("plan (schedule, footers)", lambda: schedule(table, policy, force=True, dry_run=True))
     plan = scheduled.plan
     assert plan is not None
+    columns = ("lat", "lon")
     files = runner.group_files(table, plan, 0)
     df = runner.read_group(table, plan, 0, files)
     scan = GroupScan(spark, executor_base_path(table.storage), tuple(files), df.schema)
     data_schema = strip_meta_fields(spark_arrow_schema(df))
     rows = timed("count", df.count)
-    n_out = timed("output sizing (sample)", lambda: runner.output_partitions(
-        table, plan, 0, rows, policy.target_file_max_bytes))
-    ordered = timed("sample + split keys (sample job)", lambda: sort_for_layout(
-        df, ("lat", "lon"), policy.layout_strategy, policy.curve_build_method, policy.curve_sample_size, n_out,
-        rows=rows, scan=scan))
-    timed("read+key+shuffle+sort (noop sink)", lambda: ordered.write.format("noop").mode("overwrite").save())
-    with_udf = sort_for_layout(df, ("lat", "lon"), policy.layout_strategy, policy.curve_build_method,
-                               policy.curve_sample_size, n_out, rows=rows)
-    timed("  the same with Spark's reader and a key UDF instead of the scan (noop sink)",
-          lambda: with_udf.write.format("noop").mode("overwrite").save())
+    n_out, memory_per_row = timed("output sizing (sample)", lambda: runner.output_partitions(
+        table, plan, 0, rows, policy.target_file_max_bytes, sum(f.size for f in files)))
+    per_partition = ranges_per_partition(rows, n_out, memory_per_row)
+    partitioning = timed("sample + split keys (sample job)", lambda: plan_curve_partitioning(
+        df, columns, policy.layout_strategy, policy.curve_build_method, policy.curve_sample_size,
+        n_out * per_partition, rows))
+    keys = range_keys(partitioning, columns)
+    runs = exchange(scan, keys, key_words(len(columns), partitioning), n_out, per_partition)
 
-    def consume(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows = sum(b.num_rows for b in batches)
-        yield pa.RecordBatch.from_arrays([pa.array([rows], pa.int64())], names=["n"])
+    def counted(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield pa.RecordBatch.from_arrays([pa.array([sum(b.num_rows for b in batches)], pa.int64())], names=["n"])
 
-    timed("... + rows to Python workers (mapInArrow, no write)",
-          lambda: ordered.mapInArrow(consume, "n long").collect())
+    def keyed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def with_keys() -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                keys(batch)
+                yield batch
+
+        return counted(with_keys())
+
+    def cut(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return counted(task_runs(batches, keys, per_partition))
+
+    timed("scan: read + conform (no shuffle)", lambda: scan.map_files(counted, "n long").collect())
+    timed("... + layout keys", lambda: scan.map_files(keyed, "n long").collect())
+    timed("... + sorted runs", lambda: scan.map_files(cut, "n long").collect())
+    timed("... + shuffle (noop sink)", lambda: runs.frame.write.format("noop").mode("overwrite").save())
+    decode = runs.decode()
+    timed("... + merge in the writing tasks (no write)",
+          lambda: runs.frame.mapInArrow(lambda b: counted(decode(b)), "n long").collect())
     for codec in ("gzip", "snappy", "zstd"):
         spec = BaseFileWriteSpec(
             base_path=executor_base_path(table.storage), instant_time=table.new_instant_time(),
@@ -472,8 +492,15 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
             row_group_bytes=row_group_bytes(policy.target_file_max_bytes), compression=codec,
             partition_path=plan.input_groups[0].partition_path, expected_task_rows=-(-rows // n_out),
         )
-        stats = timed(f"... + write {codec} (the whole group)", lambda spec=spec: write_file_groups(ordered, spec))
+        stats = timed(f"... + write {codec} (the whole group)",
+                      lambda spec=spec: write_file_groups(runs.frame, spec, decode=decode))
         say(f"    {len(stats)} files, {sum(s.file_size_in_bytes for s in stats) / MIB:.0f} MiB")
+    ordered = sort_for_layout(df, columns, policy.layout_strategy, policy.curve_build_method,
+                              policy.curve_sample_size, n_out, rows=rows)
+    timed("the same layout through Spark rows (key UDF, Spark sort; noop sink)",
+          lambda: ordered.write.format("noop").mode("overwrite").save())
+    timed("  ... + rows to Python workers (mapInArrow, no write)",
+          lambda: ordered.mapInArrow(counted, "n long").collect())
     plain = spark.read.parquet(*hudi_base_files(dst)).repartitionByRange(n_out, "lat", "lon")
     timed("plain Spark on the Hudi files: read+shuffle+sort (noop sink)",
           lambda: plain.sortWithinPartitions("lat", "lon").write.format("noop").mode("overwrite").save())

@@ -15,7 +15,13 @@ import pyarrow.compute as pc
 import pytest
 
 from hudi_clusterd.domain.layout import CurveBuildMethod, LayoutStrategy
-from hudi_clusterd.engine.sorting import KEY_COLUMN, plan_curve_partitioning, sort_for_layout
+from hudi_clusterd.engine.sorting import (
+    KEY_COLUMN,
+    exchange_layout,
+    plan_curve_partitioning,
+    sort_for_layout,
+    with_layout_key,
+)
 from hudi_clusterd.errors import PlanError
 
 pytestmark = pytest.mark.spark
@@ -210,7 +216,7 @@ def test_sort_for_layout_bad_arguments_raise_plan_error(spark: Any, typed_df: An
         sort_for_layout(typed_df, ["i", "i"], LayoutStrategy.ZORDER, CurveBuildMethod.DIRECT, 10, 2)
 
 
-# --- the group scan: files read in the Python workers, the key computed on the way --------------------------
+# --- the exchange: files read in the Python workers, rows moved as sorted Arrow runs ------------------------
 
 @pytest.fixture(scope="module")
 def scanned(spark: Any, typed_df: Any, tmp_path_factory: Any) -> tuple[Any, Any]:
@@ -229,33 +235,61 @@ def scanned(spark: Any, typed_df: Any, tmp_path_factory: Any) -> tuple[Any, Any]
     return df, scan
 
 
+@pytest.mark.parametrize("ranges", [1, 3], ids=["one-range-per-partition", "three-ranges-per-partition"])
 @pytest.mark.parametrize("strategy", CURVES, ids=lambda s: s.value)
-def test_scan_curve_sort_every_type_same_rows_and_key_order_as_the_udf(spark: Any, scanned: tuple[Any, Any],
-                                                                     strategy: LayoutStrategy) -> None:
+def test_exchange_curve_every_type_rows_in_key_order_as_planned(spark: Any, scanned: tuple[Any, Any],
+                                                                strategy: LayoutStrategy, ranges: int) -> None:
+    # Given the typed rows in 5 files, laid out on every typed column through the exchange
     df, scan = scanned
     build = CurveBuildMethod.SAMPLE
-    out = sort_for_layout(df, TYPED, strategy, build, sample_size=100, num_partitions=4, scan=scan)
+    runs = exchange_layout(df, scan, TYPED, strategy, build, 100, 4, ranges_per_partition=ranges)
+    assert runs is not None
+    out = runs.rows()
+    # Then the rows come back unchanged, in 4 partitions
     assert out.columns == df.columns
+    assert out.rdd.getNumPartitions() == 4
     assert_same_rows(df, out)
-    plan = plan_curve_partitioning(df, TYPED, strategy, build, 100, 4)
+    # And, recomputing keys from the same sample (drawn the same way, from the same files): keys ascend within
+    # and across partitions, and each row's range belongs to its partition
+    plan = plan_curve_partitioning(df, TYPED, strategy, build, 100, 4 * ranges, scan=scan)
     previous_max = b""
-    for pid, part in collect_partitions(out).items():
+    parts = collect_partitions(out)
+    for pid, part in parts.items():
         keys = plan.keys([part.column(c).combine_chunks() for c in TYPED])
         as_bytes = [k.tobytes() for k in keys]
         assert as_bytes == sorted(as_bytes) and as_bytes[0] >= previous_max
         previous_max = as_bytes[-1]
-        assert plan.partitions(keys).tolist() == [pid] * part.num_rows
-    # the same rows land in the same partitions, in the same order, as with the UDF over Spark's reader
-    udf = sort_for_layout(df, TYPED, strategy, build, sample_size=100, num_partitions=4)
-    assert [hashable(r) for r in out.collect()] == [hashable(r) for r in udf.collect()]
+        assert set((plan.partitions(keys) // ranges).tolist()) == {pid}
+    # And the row null in every sort column comes first
+    assert parts[min(parts)].column("payload")[0].as_py() == "all-null"
 
 
-@pytest.mark.parametrize("columns", [["d", "i", "ts"], ["dt", "dec", "b", "ntz", "l", "f"], ["s", "i"]],
-                         ids=["numbers-timestamp", "exact-types", "string-falls-back-to-spark"])
-def test_scan_linear_sort_orders_rows_across_and_within_partitions(spark: Any, scanned: tuple[Any, Any],
-                                                                   columns: list[str]) -> None:
+def test_exchange_matches_the_spark_path_partition_for_partition(spark: Any, scanned: tuple[Any, Any]) -> None:
+    # Given the same sample for both paths (split keys computed from the scan's draw, handed to the UDF path)
+    from pyspark.sql import functions as F
+
     df, scan = scanned
-    out = sort_for_layout(df, columns, LayoutStrategy.LINEAR, CurveBuildMethod.SAMPLE, 100, 3, scan=scan)
+    strategy, build = LayoutStrategy.HILBERT, CurveBuildMethod.SAMPLE
+    runs = exchange_layout(df, scan, TYPED, strategy, build, 100, 4)
+    assert runs is not None
+    plan = plan_curve_partitioning(df, TYPED, strategy, build, 100, 4, scan=scan)
+    keyed = with_layout_key(df, TYPED, plan).repartitionById(4, F.col(KEY_COLUMN).getField("partition"))
+    # Then each partition holds the same rows
+    ours, theirs = collect_partitions(runs.rows()), collect_partitions(keyed.drop(KEY_COLUMN))
+    assert sorted(ours) == sorted(theirs)
+    for pid in ours:
+        assert Counter(tuple(r.values()) for r in ours[pid].to_pylist()) == \
+            Counter(tuple(r.values()) for r in theirs[pid].to_pylist())
+
+
+@pytest.mark.parametrize("columns", [["d", "i", "ts"], ["dt", "dec", "b", "ntz", "l", "f"]],
+                         ids=["numbers-timestamp", "exact-types"])
+def test_exchange_linear_orders_rows_across_and_within_partitions(spark: Any, scanned: tuple[Any, Any],
+                                                                  columns: list[str]) -> None:
+    df, scan = scanned
+    runs = exchange_layout(df, scan, columns, LayoutStrategy.LINEAR, CurveBuildMethod.SAMPLE, 100, 3)
+    assert runs is not None
+    out = runs.rows()
     assert out.columns == df.columns
     assert out.rdd.getNumPartitions() == 3
     assert_same_rows(df, out)
@@ -264,3 +298,19 @@ def test_scan_linear_sort_orders_rows_across_and_within_partitions(spark: Any, s
     assert rows == sorted(rows)  # in partition order, then row order
     assert rows[0][0] == (False, None)
     assert min(t.num_rows for t in parts.values()) >= len(rows) // 6  # range partitions of similar size
+
+
+@pytest.mark.parametrize("columns", [["s", "i"], ["wide", "d"], ["bin"]], ids=["string", "wide-decimal", "binary"])
+def test_exchange_leaves_inexact_linear_columns_to_spark(spark: Any, scanned: tuple[Any, Any],
+                                                         columns: list[str]) -> None:
+    df, scan = scanned
+    assert exchange_layout(df, scan, columns, LayoutStrategy.LINEAR, CurveBuildMethod.SAMPLE, 100, 3) is None
+    assert exchange_layout(df, scan, columns[:1], LayoutStrategy.HILBERT, CurveBuildMethod.SAMPLE, 100, 3) is None
+
+
+def test_exchange_bad_arguments_raise_plan_error(spark: Any, scanned: tuple[Any, Any]) -> None:
+    df, scan = scanned
+    with pytest.raises(PlanError, match="ranges per partition must be >= 1"):
+        exchange_layout(df, scan, ["i", "d"], LayoutStrategy.HILBERT, CurveBuildMethod.SAMPLE, 10, 2, 0)
+    with pytest.raises(PlanError, match="not a top-level column"):
+        exchange_layout(df, scan, ["nope", "d"], LayoutStrategy.HILBERT, CurveBuildMethod.SAMPLE, 10, 2)

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import structlog
 
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
+from hudi_clusterd.engine.exchange import SortedRuns, ranges_per_partition
 from hudi_clusterd.engine.scan import GroupScan, ScanFile
 from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session, is_connect_session
 from hudi_clusterd.engine.sizing import output_bytes_per_row, output_file_groups
-from hudi_clusterd.engine.sorting import sort_for_layout
+from hudi_clusterd.engine.sorting import exchange_layout, sort_for_layout
 from hudi_clusterd.engine.writer import (
     executor_base_path,
     literal_read_path,
@@ -48,6 +51,30 @@ MIN_ROW_GROUP_BYTES = 1024 * 1024
 # dataset (bench/bench_clustering.py --profile), at a modestly lower compression ratio.
 CLUSTERING_COMPRESSION = "snappy"
 MIN_PARQUET_BYTES = 12  # "PAR1", a 4-byte footer length, "PAR1"
+MEMORY_PER_INPUT_BYTE = 4.0
+"""Arrow bytes per byte of compressed parquet assumed when the output sample cannot be read (gzip base files of
+the reference dataset take 2.3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputShape:
+    """A group's output as sized from a sample: file groups, Arrow bytes per row, columns worth a dictionary
+    (None: all)."""
+
+    partitions: int
+    memory_bytes_per_row: float
+    dictionary_columns: tuple[str, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLayout:
+    """A group's rows as the writer receives them (sorted runs, or a partitioned and sorted DataFrame), their
+    count, the output's shape and the data schema (no meta columns)."""
+
+    rows: DataFrame | SortedRuns
+    count: int
+    shape: OutputShape
+    data_schema: pa.Schema
 
 
 def job_group_id(table: HoodieTable, instant: str, index: int) -> str:
@@ -97,24 +124,52 @@ class SparkGroupRunner:
         df = self.spark.read.option("mergeSchema", "true").parquet(*paths)
         return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD)
 
-    def output_partitions(self, table: HoodieTable, plan: ClusteringPlan, index: int, rows: int,
-                          target_file_bytes: int) -> int:
-        """How many output file groups the group's ``rows`` make at the target size, from a sample written
-        as the output will be (`sizing`); the plan's own figure when the sample cannot be read."""
+    def output_shape(self, table: HoodieTable, plan: ClusteringPlan, index: int, rows: int,
+                     target_file_bytes: int, input_bytes: int = 0) -> OutputShape:
+        """How many output file groups the group's ``rows`` make at the target size, the Arrow bytes a row takes
+        in memory and the columns worth a dictionary, from a sample written as the output will be (`sizing`);
+        when the sample cannot be read: the plan's file count, `MEMORY_PER_INPUT_BYTE` times the input's bytes
+        per row, and dictionaries everywhere."""
         group = plan.input_groups[index]
         planned = max(1, group.num_output_file_groups)
         storage = table.storage
-        per_row = output_bytes_per_row(
+        size = output_bytes_per_row(
             self.spark, executor_base_path(storage), [storage.rel_from_uri(s.data_file_path) for s in group.slices],
             CLUSTERING_COMPRESSION, row_group_bytes(target_file_bytes), plan.strategy.sort_columns,
             (FILE_NAME_FIELD, PARTITION_PATH_FIELD))
-        if per_row is None:
-            return planned
-        n = output_file_groups(rows, per_row, target_file_bytes)
+        if size is None:
+            return OutputShape(planned, MEMORY_PER_INPUT_BYTE * input_bytes / max(rows, 1), None)
+        n = output_file_groups(rows, size.disk, target_file_bytes)
         if n != planned:
             log.info("output file groups sized from a sample", table=table.name, group=index, planned=planned,
-                     output_file_groups=n, bytes_per_row=round(per_row, 1))
-        return n
+                     output_file_groups=n, bytes_per_row=round(size.disk, 1))
+        dictionary = size.dictionary_columns
+        if dictionary is not None:  # one value per file: always worth a dictionary
+            dictionary = (*dictionary, FILE_NAME_FIELD, PARTITION_PATH_FIELD)
+        return OutputShape(n, size.memory, dictionary)
+
+    def layout(self, table: HoodieTable, plan: ClusteringPlan, index: int, policy: ClusteringPolicy,
+               files: list[ScanFile]) -> GroupLayout:
+        """The group's rows laid out for the writer: sorted runs from a scan of the files (`exchange_layout`)
+        where the layout allows, else a Spark DataFrame partitioned and sorted."""
+        df = self.read_group(table, plan, index, files)
+        data_schema = strip_meta_fields(spark_arrow_schema(df))
+        rows = df.count()
+        shape = self.output_shape(table, plan, index, rows, policy.target_file_max_bytes,
+                                  sum(f.size for f in files))
+        n_out = shape.partitions
+        columns = plan.strategy.sort_columns
+        if not columns:
+            return GroupLayout(df.repartition(n_out), rows, shape, data_schema)
+        scan = GroupScan(self.spark, executor_base_path(table.storage), tuple(files), df.schema)
+        runs = exchange_layout(df, scan, columns, policy.layout_strategy, policy.curve_build_method,
+                               policy.curve_sample_size, n_out,
+                               ranges_per_partition(rows, n_out, shape.memory_bytes_per_row), rows=rows)
+        if runs is not None:
+            return GroupLayout(runs, rows, shape, data_schema)
+        ordered = sort_for_layout(df, columns, policy.layout_strategy, policy.curve_build_method,
+                                  policy.curve_sample_size, n_out, rows=rows)
+        return GroupLayout(ordered, rows, shape, data_schema)
 
     def _start_job(self, job_group: str, description: str, index: int) -> None:
         """Label this thread's Spark jobs: a cancellable job group and a FAIR pool on a classic session, an
@@ -144,29 +199,24 @@ class SparkGroupRunner:
             self._active.setdefault(instant, set()).add(job_group)
         try:
             files = self.group_files(table, plan, index)
-            df = self.read_group(table, plan, index, files)
-            data_schema = strip_meta_fields(spark_arrow_schema(df))
-            rows = df.count()
-            n_out = self.output_partitions(table, plan, index, rows, policy.target_file_max_bytes)
-            columns = plan.strategy.sort_columns
-            if columns:
-                scan = GroupScan(self.spark, executor_base_path(table.storage), tuple(files), df.schema)
-                ordered = sort_for_layout(df, columns, policy.layout_strategy, policy.curve_build_method,
-                                          policy.curve_sample_size, n_out, rows=rows, scan=scan)
-            else:
-                ordered = df.repartition(n_out)
+            laid_out = self.layout(table, plan, index, policy, files)
+            rows = laid_out.count
             spec = BaseFileWriteSpec(
                 base_path=executor_base_path(table.storage), instant_time=instant,
-                data_schema=data_schema,
-                avro_schema_json=arrow_to_avro_json(data_schema, table.name, with_meta_fields=True),
+                data_schema=laid_out.data_schema,
+                avro_schema_json=arrow_to_avro_json(laid_out.data_schema, table.name, with_meta_fields=True),
                 populate_meta_fields=table.config.populate_meta_fields, preserve_meta_fields=True,
                 max_file_bytes=policy.target_file_max_bytes,
                 row_group_bytes=row_group_bytes(policy.target_file_max_bytes),
                 compression=CLUSTERING_COMPRESSION,
                 partition_path=group.partition_path,
-                expected_task_rows=-(-rows // n_out),
+                expected_task_rows=-(-rows // laid_out.shape.partitions),
+                dictionary_columns=laid_out.shape.dictionary_columns,
             )
-            stats = write_file_groups(ordered, spec)
+            if isinstance(laid_out.rows, SortedRuns):
+                stats = write_file_groups(laid_out.rows.frame, spec, decode=laid_out.rows.decode())
+            else:
+                stats = write_file_groups(laid_out.rows, spec)
             written = sum(s.num_writes for s in stats)
             if written != rows:  # the files are rolled back with the instant; nothing is lost or duplicated
                 raise ExecutionError(f"{description}: wrote {written} rows but the input has {rows}; "

@@ -41,8 +41,8 @@ from hudi_clusterd.domain.layout import LayoutStrategy
 DIRECT_BITS = 64
 """Bits per dimension for curves over direct coordinates (the whole ``uint64``)."""
 
-MAX_SAMPLE_BITS = 32
-MIN_SAMPLE_BITS = 16
+SAMPLE_BITS = 16
+"""Bits per dimension over sample (CDF) coordinates: 65536 levels, 16 between two of the 4096 boundaries."""
 
 DEFAULT_MAX_BOUNDARIES = 4096
 """Quantile boundaries kept per column by `sample_boundaries` (32 KiB per column at most)."""
@@ -175,12 +175,12 @@ def sample_boundaries(coords: np.ndarray, max_boundaries: int = DEFAULT_MAX_BOUN
 
 
 def sample_bits(dims: int) -> int:
-    """Bits per dimension over sample (CDF) coordinates: the key fits one ``int64`` up to 4 dimensions.
-
-    32 bits for 2 dimensions, 21 for 3, 16 from 4 on: at least 65536 levels per dimension, far finer than
-    the sample's boundaries resolve.
-    """
-    return min(MAX_SAMPLE_BITS, max(MIN_SAMPLE_BITS, 64 // max(dims, 1)))
+    """Bits per dimension over sample (CDF) coordinates: `SAMPLE_BITS` whatever the dimensions, so the key fits
+    one ``int64`` up to 4 dimensions. The sample's boundaries resolve far less (a 4096th of each column's
+    values), and every level more costs the Hilbert transform another pass over the keys."""
+    if dims < 1:
+        raise ValueError(f"dims must be >= 1, got {dims}")
+    return SAMPLE_BITS
 
 
 def key_width(dims: int, sampled: bool) -> int:
@@ -189,7 +189,7 @@ def key_width(dims: int, sampled: bool) -> int:
     return (dims * bits + 7) // 8
 
 
-def rank_coordinates(coords: np.ndarray, boundaries: np.ndarray, bits: int = MAX_SAMPLE_BITS) -> np.ndarray:
+def rank_coordinates(coords: np.ndarray, boundaries: np.ndarray, bits: int = SAMPLE_BITS) -> np.ndarray:
     """Map direct coordinates to ``[1, 2**bits - 1]`` by their estimated CDF; ``0`` (null) stays ``0``.
 
     With boundaries ``b_0 < … < b_{m-1}``, a value in ``[b_j, b_{j+1}]`` maps to

@@ -1,17 +1,14 @@
-"""A clustering group's base files read inside Spark tasks with pyarrow, each row's layout key added in the same pass.
+"""A clustering group's base files read inside Spark tasks with pyarrow, in the Python workers.
 
-Why not Spark's own parquet reader followed by a scalar Arrow UDF for the curve key: that plan reads every row
-into the JVM, copies it into a queue while its sort columns travel to a Python worker and back, and joins the
-key onto it. Reading the files in the Python worker instead costs one hand-over (Arrow batches into the JVM,
-all columns) and no queue: on the reference dataset (4M rows, 200 files, two cores) the read, key, shuffle and
-sort of a Hilbert clustering take 6.7 s this way against 13.0 s that way, and 7.9 s for plain Spark's
-``repartitionByRange`` + ``sortWithinPartitions`` of the same files (`bench/bench_clustering.py --profile`).
+Why not Spark's own parquet reader: its rows live in the JVM, and every step a clustering adds in Python (the
+layout key, the sorted runs of `exchange`, the writer) would convert them into Arrow and back. Reading the files
+in the Python workers keeps the rows Arrow from the files to the writer.
 
-`GroupScan.with_key` returns the DataFrame ``spark.range(tasks)`` → ``mapInArrow``: task ``i`` reads the files
+`GroupScan.map_files` returns the DataFrame ``spark.range(tasks)`` → ``mapInArrow``: task ``i`` reads the files
 `assign_files` gives it, in plan order, in batches of `BATCH_ROWS`, conforms every batch to the group's merged
 Spark schema (`conform`: columns in schema order, missing ones null, types cast, INT96 read as microseconds) and
-appends the key column. The assignment is fixed in the closure, so a retried task reads exactly what the failed
-attempt read. Data never passes through the driver.
+passes them to the caller's function. The assignment is fixed in the closure, so a retried task reads exactly
+what the failed attempt read. Data never passes through the driver.
 """
 
 from __future__ import annotations
@@ -38,8 +35,8 @@ SPLIT_BYTES = 128 * 1024 * 1024
 TASKS_PER_CORE = 2
 """At least this many tasks per core, so a task that draws larger files does not leave a core idle at the end."""
 
-KeyFunction = Callable[[pa.RecordBatch], pa.Array]
-"""Computes the key column of one conformed batch (runs in the Python workers)."""
+TaskFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+"""What a scan task does with its conformed batches (runs in the Python workers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,16 +119,22 @@ class GroupScan:
     files: tuple[ScanFile, ...]
     schema: StructType
 
-    def with_key(self, key_name: str, key_type: StructType, key: KeyFunction) -> DataFrame:
-        """The group's rows, ``schema``'s columns plus ``key_name`` (of ``key_type``) computed by ``key``."""
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema every batch is conformed to (`conform`): ``schema`` as Spark hands it to Python."""
         from pyspark.sql.pandas.types import to_arrow_schema
-        from pyspark.sql.types import StructField, StructType
-
-        from hudi_clusterd.engine.session import default_parallelism
 
         large = str(self.spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")).lower() == "true"
-        arrow_schema = to_arrow_schema(self.schema, timezone="UTC", prefers_large_types=large)
-        names = [*arrow_schema.names, key_name]
+        return to_arrow_schema(self.schema, timezone="UTC", prefers_large_types=large)
+
+    def map_files(self, fn: TaskFunction, schema: StructType | str, columns: Sequence[str] | None = None
+                  ) -> DataFrame:
+        """A DataFrame of ``schema``: each task's conformed batches, in file order, through ``fn``. ``columns``:
+        read only these (the others are not decoded at all)."""
+        from hudi_clusterd.engine.session import default_parallelism
+
+        arrow_schema = self.arrow_schema()
+        if columns is not None:
+            arrow_schema = pa.schema([arrow_schema.field(name) for name in columns])
         sizes = [f.size for f in self.files]
         tasks = scan_tasks(sizes, default_parallelism(self.spark))
         assignment = [[self.files[i].path for i in files] for files in assign_files(sizes, tasks)]
@@ -139,11 +142,13 @@ class GroupScan:
 
         def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             storage = Storage(base_path)
-            for batch in batches:  # one row per task: its index in `assignment`
-                for task in batch.column(0).to_pylist():
-                    for rel in assignment[task]:
-                        for rows in read_conformed(storage, rel, arrow_schema):
-                            yield pa.RecordBatch.from_arrays([*rows.columns, key(rows)], names=names)
 
-        spark_schema = StructType([*self.schema.fields, StructField(key_name, key_type, False)])
-        return self.spark.range(0, tasks, 1, tasks).mapInArrow(read_task, spark_schema)
+            def conformed() -> Iterator[pa.RecordBatch]:
+                for batch in batches:  # one row per task: its index in `assignment`
+                    for task in batch.column(0).to_pylist():
+                        for rel in assignment[task]:
+                            yield from read_conformed(storage, rel, arrow_schema)
+
+            return fn(conformed())
+
+        return self.spark.range(0, tasks, 1, tasks).mapInArrow(read_task, schema)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -62,14 +63,56 @@ def _output_order(table: pa.Table, sort_columns: Sequence[str]) -> pa.Table:
     return table.take(np.random.default_rng(0).permutation(table.num_rows))
 
 
+@dataclass(frozen=True, slots=True)
+class RowSize:
+    """Bytes per output row, on disk (parquet, the output's codec) and in memory (Arrow), and the leaf columns
+    worth dictionary-encoding (None: unknown, encode all, as parquet writers do by default)."""
+
+    disk: float
+    memory: float
+    dictionary_columns: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SampleSize:
+    """What writing the sample taught: its rows, its bytes on disk and in Arrow memory, and the leaf columns
+    (dotted parquet paths) that come out smaller dictionary-encoded than plain."""
+
+    rows: int
+    disk: int
+    memory: int
+    dictionary_columns: tuple[str, ...] = ()
+
+
+def _column_bytes(parquet: bytes) -> dict[str, int]:
+    """Compressed bytes per leaf column (dotted path) of a parquet file, over all its row groups."""
+    metadata = pq.read_metadata(pa.BufferReader(parquet))
+    out: dict[str, int] = {}
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            out[column.path_in_schema] = out.get(column.path_in_schema, 0) + column.total_compressed_size
+    return out
+
+
+def _written(table: pa.Table, codec: str, group_rows: int, dictionary: bool | list[str]) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression=codec, row_group_size=group_rows, use_dictionary=dictionary)
+    return sink.getvalue()
+
+
 def sample_bytes_per_row(storage: Storage, paths: Sequence[str], codec: str, row_group_bytes: int,
                          sort_columns: Sequence[str], drop_columns: Sequence[str] = (),
-                         sample_rows: int = SAMPLE_ROWS) -> tuple[int, int]:
-    """``(rows, bytes)``: the first ``sample_rows / len(paths)`` rows of each of ``paths`` (relative to
-    ``storage``), in output order, written as parquet with ``codec`` in row groups of ``row_group_bytes``
-    of Arrow memory. Runs wherever it is called (inside a Spark task, in `output_bytes_per_row`)."""
+                         sample_rows: int = SAMPLE_ROWS) -> SampleSize:
+    """The first ``sample_rows / len(paths)`` rows of each of ``paths`` (relative to ``storage``), in output
+    order, written as parquet with ``codec`` in row groups of ``row_group_bytes`` of Arrow memory: once with
+    dictionary encoding and once without, to choose it column by column (a dictionary that overflows, as it
+    does on keys, sequence numbers and measurements, costs write time and bytes for nothing), then with that
+    choice, whose size is the figure. Runs wherever it is called (inside a Spark task, in
+    `output_bytes_per_row`)."""
     if not paths:
-        return 0, 0
+        return SampleSize(0, 0, 0)
     per_file = max(1, sample_rows // len(paths))
     tables = []
     for rel in paths:
@@ -79,37 +122,46 @@ def sample_bytes_per_row(storage: Storage, paths: Sequence[str], codec: str, row
             table = pa.Table.from_batches([batch])
             tables.append(table.drop_columns([c for c in drop_columns if c in table.column_names]))
     if not tables:
-        return 0, 0
+        return SampleSize(0, 0, 0)
     sample = _output_order(pa.concat_tables(tables, promote_options="permissive"), sort_columns)
     group_rows = max(1, row_group_bytes * sample.num_rows // max(sample.nbytes, 1))
-    sink = io.BytesIO()
-    pq.write_table(sample, sink, compression=codec, row_group_size=group_rows)
-    return sample.num_rows, sink.tell()
+    encoded = _column_bytes(_written(sample, codec, group_rows, True))
+    plain = _column_bytes(_written(sample, codec, group_rows, False))
+    dictionary = tuple(path for path, size in encoded.items() if size <= plain.get(path, size))
+    size = len(_written(sample, codec, group_rows, list(dictionary)))
+    return SampleSize(sample.num_rows, size, sample.nbytes, dictionary)
 
 
 def output_bytes_per_row(spark: SparkSession, base_path: str, paths: Sequence[str], codec: str,
                          row_group_bytes: int, sort_columns: Sequence[str],
-                         drop_columns: Sequence[str] = ()) -> float | None:
-    """Estimated on-disk bytes per row of a clustering output (see the module's text); None when the sample
-    could not be read (schemas that do not merge, unreadable files): the caller keeps the plan's figure."""
+                         drop_columns: Sequence[str] = ()) -> RowSize | None:
+    """Estimated bytes per row of a clustering output, on disk and in memory (see the module's text); None
+    when the sample could not be read (schemas that do not merge, unreadable files): the caller keeps the
+    plan's figure."""
     chosen = _spread(list(paths), SAMPLE_FILES)
     columns, dropped = list(sort_columns), list(drop_columns)
 
     def measure(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for _ in batches:  # the one row of input only triggers the task
             pass
-        rows, size = sample_bytes_per_row(Storage(base_path), chosen, codec, row_group_bytes, columns, dropped)
-        yield pa.RecordBatch.from_arrays([pa.array([rows], pa.int64()), pa.array([size], pa.int64())],
-                                         names=["rows", "bytes"])
+        sample = sample_bytes_per_row(Storage(base_path), chosen, codec, row_group_bytes, columns, dropped)
+        yield pa.RecordBatch.from_arrays(
+            [*(pa.array([v], pa.int64()) for v in (sample.rows, sample.disk, sample.memory)),
+             pa.array([list(sample.dictionary_columns)], pa.list_(pa.string()))],
+            names=["rows", "bytes", "memory", "dictionary"])
 
     try:
-        result = spark.createDataFrame([(0,)], "x int").mapInArrow(measure, "rows long, bytes long").collect()
+        result = spark.range(0, 1, 1, 1).mapInArrow(  # one partition: one task measures
+            measure, "rows long, bytes long, memory long, dictionary array<string>").collect()
     except Exception as e:  # an estimate only: the plan's own figure still works
         log.warning("cannot sample the output size; keeping the plan's file count", error=str(e).splitlines()[0])
         return None
     rows = sum(int(r["rows"]) for r in result)
     size = sum(int(r["bytes"]) for r in result)
-    return size / rows if rows and size else None
+    memory = sum(int(r["memory"]) for r in result)
+    if not rows or not size:
+        return None
+    return RowSize(size / rows, memory / rows, tuple(result[0]["dictionary"]))
 
 
 def output_file_groups(rows: int, bytes_per_row: float, target_file_bytes: int) -> int:

@@ -1,27 +1,25 @@
 """Order a clustering group's rows for layout: linear, Z-order or Hilbert, range-partitioned for the writer.
 
-`sort_for_layout` returns the input DataFrame range-partitioned into ``num_partitions`` Spark partitions
-(one per output file group) and sorted within each partition, with exactly the input columns.
+Two ways, one order:
 
-Curve layouts, and linear ones computed in a scan (below), first draw one uniform sample of at most
-``sample_size`` rows (Bernoulli on the row count, capped; only the sort columns are read). A single executor
-task turns it into small arrays: for the ``SAMPLE`` curve build, each column's quantile boundaries; always,
-the ``num_partitions - 1`` layout keys that split the sample into equal parts. Only those arrays reach the
-driver (a few KiB per column); they travel to the executors in the closures that compute each row's key and
-range partition (a binary search among the split keys). The rows then move with ``repartitionById`` +
-``sortWithinPartitions``: range partitioning as ``repartitionByRange`` would do it, minus its own sampling
-job, which would read the whole input a second time.
+* `exchange_layout` (clustering): the group's files are read in the Python workers (`scan.GroupScan`), every
+  row gets its range and layout key on the way, and the rows travel to the writer as sorted Arrow runs
+  (`exchange`). Used for every curve, and for linear layouts whose columns order exactly through their 64-bit
+  coordinates (numbers, dates, timestamps, booleans, decimals up to 18 digits).
+* `sort_for_layout` (any DataFrame): the same ranges and keys in Spark: a scalar Arrow UDF computes the curve
+  key, and ``repartitionById`` + ``sortWithinPartitions`` move and sort the rows; linear layouts use Spark's
+  ``repartitionByRange`` (also the clustering path for strings, binaries and wide decimals, whose keys can tie
+  on a shared prefix and pile rows into one range).
 
-* ``ZORDER`` / ``HILBERT``: the key is the curve key (`curves`), as ``int64`` words (one for two sampled
-  dimensions, so Spark can radix-sort it); rows sort by those words.
+Both first draw one uniform sample of at most ``sample_size`` rows (Bernoulli on the row count, capped; only
+the sort columns are read; `plan_curve_partitioning`). A single executor task turns it into small arrays: for
+the ``SAMPLE`` curve build, each column's quantile boundaries; always, the split keys that cut the sample into
+equal ranges. Only those arrays reach the driver (a few KiB per column); they travel to the executors in the
+closures that compute each row's key and range (a binary search among the split keys).
+
+* ``ZORDER`` / ``HILBERT``: the key is the curve key (`curves`).
 * ``LINEAR`` — and any single sort column, whatever the strategy, since a curve over one dimension is that
-  dimension's order (Hudi does the same): the key (`curves.linear_keys`) only places rows in partitions; rows
-  sort by the columns themselves, nulls first. Columns whose keys may tie on a shared prefix (strings,
-  binaries, decimals wider than 18 digits) keep Spark's ``repartitionByRange`` instead: no Python runs.
-
-Where the keys are computed: given a `scan.GroupScan` (clustering always gives one), the Python workers read
-the group's files themselves and add the key on the way, one hand-over of the rows into the JVM. Without one
-(any DataFrame), a scalar Arrow UDF that receives only the sort columns computes the curve key.
+  dimension's order (Hudi does the same): the columns' order, nulls first (`curves.linear_keys`).
 """
 
 from __future__ import annotations
@@ -41,6 +39,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructType
 
+    from hudi_clusterd.engine.exchange import RangeKeys, SortedRuns
     from hudi_clusterd.engine.scan import GroupScan
 
 log = structlog.get_logger(__name__)
@@ -137,12 +136,14 @@ def plan_curve_partitioning(
     sample_size: int,
     num_partitions: int,
     rows: int | None = None,
+    scan: GroupScan | None = None,
 ) -> CurvePartitioning:
     """Sample ``df`` once and derive coordinate boundaries (``SAMPLE``) and range-partition split keys.
 
     The sample is ``min(sample_size, rows)`` rows at most, drawn uniformly (Bernoulli with a fixed seed on
     the row count). One executor task reduces it; the driver receives only the small arrays. ``rows`` is
-    ``df``'s row count when the caller knows it already (one job fewer).
+    ``df``'s row count when the caller knows it already (one job fewer). ``scan``: the files ``df`` reads,
+    to draw the sample from the sort columns read with pyarrow (`_scan_sample`) instead of Spark's reader.
     """
     from hudi_clusterd.engine import curves
 
@@ -154,12 +155,12 @@ def plan_curve_partitioning(
     if rows == 0:
         return CurvePartitioning(strategy, empty, (), 0)
     fraction = min(1.0, sample_size / rows)
-    sample = (
-        df.select(*[_column(c).alias(f"c{i}") for i, c in enumerate(names)])
-        .sample(withReplacement=False, fraction=fraction, seed=SAMPLE_SEED)
-        .limit(sample_size)
-        .coalesce(1)
-    )
+    if scan is None:
+        drawn = df.select(*[_column(c).alias(f"c{i}") for i, c in enumerate(names)]).sample(
+            withReplacement=False, fraction=fraction, seed=SAMPLE_SEED)
+    else:
+        drawn = _scan_sample(scan, names, fraction)
+    sample = drawn.limit(sample_size).coalesce(1)
 
     def summarise(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = [b for b in batches if b.num_rows]
@@ -193,6 +194,30 @@ def plan_curve_partitioning(
     if sample_build:
         boundaries = tuple(np.asarray(b, dtype=np.int64).view(np.uint64) for b in row["bounds"])
     return CurvePartitioning(strategy, boundaries, tuple(bytes(s) for s in row["splits"]), int(row["rows"]))
+
+
+def _scan_sample(scan: GroupScan, names: Sequence[str], fraction: float) -> DataFrame:
+    """A Bernoulli sample of the sort columns (as ``c0``, ``c1``, …) of the scanned files: each task reads only
+    those columns and keeps each row with probability ``fraction``, from a generator seeded with `SAMPLE_SEED`
+    and its task index (the same draw on a retry). About a third of the CPU of the same sample through Spark's
+    reader, which turns every row of the sort columns into a JVM row to discard most of them."""
+    from pyspark.sql.types import StructField, StructType
+
+    fields = {f.name: f for f in scan.schema.fields}
+    schema = StructType([StructField(f"c{i}", fields[n].dataType, True) for i, n in enumerate(names)])
+    aliases = [f"c{i}" for i in range(len(names))]
+    columns = list(names)
+
+    def draw(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        rng = np.random.default_rng([SAMPLE_SEED, ctx.partitionId() if ctx is not None else 0])
+        for batch in batches:
+            keep = pa.array(rng.random(batch.num_rows) < fraction)
+            yield pa.RecordBatch.from_arrays([batch.column(n).filter(keep) for n in columns], names=aliases)
+
+    return scan.map_files(draw, schema, columns=columns)
 
 
 def key_fields(dims: int, partitioning: CurvePartitioning) -> list[str]:
@@ -251,22 +276,11 @@ def with_layout_key(
     return df.withColumn(key_column, key_udf(packed))
 
 
-def scan_with_layout_key(
-    scan: GroupScan, sort_columns: Sequence[str], partitioning: CurvePartitioning, key_column: str = KEY_COLUMN
-) -> DataFrame:
-    """The scanned group's rows plus the layout-key column, computed as the files are read (see `scan`)."""
-    names = list(sort_columns)
-
-    def layout_key(batch: pa.RecordBatch) -> pa.Array:
-        return key_arrays(partitioning, [batch.column(name) for name in names])
-
-    return scan.with_key(key_column, key_struct_type(len(names), partitioning), layout_key)
-
-
 def _exact_linear_keys(df: DataFrame, sort_columns: Sequence[str]) -> bool:
-    """True when `curves.linear_keys` order these columns exactly (numbers, dates, timestamps, booleans): range
-    partitions cut on those keys are then as even as Spark's own. Strings, binaries and wide decimals tie on a
-    shared prefix, which could pile rows into one partition, so those keep Spark's ``repartitionByRange``."""
+    """True when `curves.linear_keys` order these columns exactly (numbers, dates, timestamps, booleans, decimals
+    up to 18 digits): sorting by the key is then sorting by the columns, and ranges cut on the keys are as even
+    as Spark's own. Strings, binaries and wide decimals tie on a shared prefix, which would leave rows unsorted
+    within a tie and could pile them into one range, so those keep Spark's ``repartitionByRange``."""
     from pyspark.sql import types as T
 
     exact = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.BooleanType,
@@ -294,45 +308,101 @@ def sort_for_layout(
     sample_size: int,
     num_partitions: int,
     rows: int | None = None,
-    scan: GroupScan | None = None,
 ) -> DataFrame:
-    """Range-partition ``df`` into ``num_partitions`` partitions, each sorted in the layout's order.
+    """Range-partition ``df`` into ``num_partitions`` partitions, each sorted in the layout's order, in Spark.
 
-    Returns exactly ``df``'s columns. Nulls sort first. ``rows``: ``df``'s row count, when known. ``scan``:
-    the files ``df`` reads, for the layout to read them itself with the key computed on the way
-    (`scan_with_layout_key`) instead of running a UDF over ``df`` (curves) or Spark's range partitioning
-    (linear, on exactly ordered columns); its schema must be ``df``'s. Raises `PlanError` for a missing, nested
-    or unsupported sort column, or non-positive ``num_partitions`` / ``sample_size``.
+    Returns exactly ``df``'s columns. Nulls sort first. ``rows``: ``df``'s row count, when known. Raises
+    `PlanError` for a missing, nested or unsupported sort column, or non-positive ``num_partitions`` /
+    ``sample_size``.
     """
     _validate(df, sort_columns, sample_size, num_partitions)
     columns = list(sort_columns)
-    linear = strategy is LayoutStrategy.LINEAR or len(columns) == 1
-    by_columns = [_column(c).asc_nulls_first() for c in columns]
-    if linear:
-        scanned = scan is not None and _exact_linear_keys(df, columns)
-        log.debug("layout sort", strategy="linear", columns=columns, partitions=num_partitions, scan=scanned)
-        if not scanned:
-            return df.repartitionByRange(num_partitions, *by_columns).sortWithinPartitions(*by_columns)
-        strategy, build_method = LayoutStrategy.LINEAR, CurveBuildMethod.DIRECT
-
+    if strategy is LayoutStrategy.LINEAR or len(columns) == 1:
+        by_columns = [_column(c).asc_nulls_first() for c in columns]
+        log.debug("layout sort", strategy="linear", columns=columns, partitions=num_partitions)
+        return df.repartitionByRange(num_partitions, *by_columns).sortWithinPartitions(*by_columns)
     partitioning = plan_curve_partitioning(df, columns, strategy, build_method, sample_size, num_partitions, rows)
-    if not linear:
-        log.debug(
-            "layout sort",
-            strategy=strategy.value,
-            build=build_method.value,
-            columns=columns,
-            partitions=num_partitions,
-            sample_rows=partitioning.sample_rows,
-            boundaries=None if partitioning.boundaries is None else [int(b.size) for b in partitioning.boundaries],
-        )
+    _log_curve(partitioning, columns, build_method, num_partitions)
     key = _key_name(df)
-    if scan is not None:
-        keyed = scan_with_layout_key(scan, columns, partitioning, key)
-    else:
-        keyed = with_layout_key(df, columns, partitioning, key)
-    # a linear layout sorts by the columns themselves; a curve by its key's words
-    order = by_columns if linear else [_column(key).getField(w) for w in key_fields(len(columns), partitioning)]
+    keyed = with_layout_key(df, columns, partitioning, key)
+    order = [_column(key).getField(w) for w in key_fields(len(columns), partitioning)]
     return (
         keyed.repartitionById(num_partitions, _column(key).getField("partition")).sortWithinPartitions(*order).drop(key)
     )
+
+
+def _log_curve(partitioning: CurvePartitioning, columns: Sequence[str], build_method: CurveBuildMethod,
+               ranges: int) -> None:
+    log.debug(
+        "layout sort",
+        strategy=partitioning.strategy.value,
+        build=build_method.value,
+        columns=list(columns),
+        ranges=ranges,
+        sample_rows=partitioning.sample_rows,
+        boundaries=None if partitioning.boundaries is None else [int(b.size) for b in partitioning.boundaries],
+    )
+
+
+def range_keys(partitioning: CurvePartitioning, sort_columns: Sequence[str]) -> RangeKeys:
+    """The `exchange.RangeKeys` of a layout: each row's range and its full layout key as ``int64`` words."""
+    from hudi_clusterd.engine import curves
+
+    names = list(sort_columns)
+    splits = partitioning.split_keys
+    # one-word keys (two sampled dimensions, one linear column) find their range among int64 split words,
+    # several times faster than among byte strings; the order is the same (`curves.keys_to_words`)
+    width = len(splits[0]) if splits else 0
+    split_words = (curves.keys_to_words(np.frombuffer(b"".join(splits), np.uint8).reshape(len(splits), width))
+                   if 0 < width <= 8 else None)
+
+    def keys(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+        layout = partitioning.keys([batch.column(name) for name in names])
+        words = curves.keys_to_words(layout)
+        if split_words is not None and words.shape[1] == 1:
+            return np.searchsorted(split_words[:, 0], words[:, 0], side="left").astype(np.int32), words
+        return partitioning.partitions(layout), words
+
+    return keys
+
+
+def key_words(dims: int, partitioning: CurvePartitioning) -> int:
+    """``int64`` words of a full layout key (`curves.keys_to_words`): linear keys take 8 bytes per column."""
+    from hudi_clusterd.engine import curves
+
+    if partitioning.strategy is LayoutStrategy.LINEAR:
+        return dims
+    return -(-curves.key_width(dims, partitioning.boundaries is not None) // 8)
+
+
+def exchange_layout(
+    df: DataFrame,
+    scan: GroupScan,
+    sort_columns: Sequence[str],
+    strategy: LayoutStrategy,
+    build_method: CurveBuildMethod,
+    sample_size: int,
+    num_partitions: int,
+    ranges_per_partition: int = 1,
+    rows: int | None = None,
+) -> SortedRuns | None:
+    """The scanned group's rows in ``num_partitions`` partitions of the layout's order, as sorted Arrow runs
+    (`exchange`); None for a linear layout over columns that do not order exactly through their keys (strings,
+    binaries, wide decimals: use `sort_for_layout`). ``df`` reads the same files as ``scan`` (it is sampled
+    and validated); each partition is cut into ``ranges_per_partition`` ranges, the unit the writer holds in
+    memory. Raises `PlanError` as `sort_for_layout` does."""
+    from hudi_clusterd.engine.exchange import exchange
+
+    _validate(df, sort_columns, sample_size, num_partitions)
+    if ranges_per_partition < 1:
+        raise PlanError(f"ranges per partition must be >= 1, got {ranges_per_partition}")
+    columns = list(sort_columns)
+    if strategy is LayoutStrategy.LINEAR or len(columns) == 1:
+        if not _exact_linear_keys(df, columns):
+            return None
+        strategy, build_method = LayoutStrategy.LINEAR, CurveBuildMethod.DIRECT
+    ranges = num_partitions * ranges_per_partition
+    partitioning = plan_curve_partitioning(df, columns, strategy, build_method, sample_size, ranges, rows, scan)
+    _log_curve(partitioning, columns, build_method, ranges)
+    return exchange(scan, range_keys(partitioning, columns), key_words(len(columns), partitioning),
+                    num_partitions, ranges_per_partition)

@@ -17,7 +17,7 @@ Two levels:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, NoReturn
 
 import pyarrow as pa
@@ -68,18 +68,22 @@ def executor_base_path(storage: Storage) -> str:
 
 # --- the core: one file group per task (and per partition path), rolled over at the size target --------------
 
-def write_file_groups(df: DataFrame, spec: BaseFileWriteSpec) -> list[WriteStat]:
+def write_file_groups(df: DataFrame, spec: BaseFileWriteSpec,
+                      decode: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None
+                      ) -> list[WriteStat]:
     """Write ``df`` into new file groups of instant ``spec.instant_time``; returns one write stat per file.
 
     The caller owns the instant (requested/inflight before, commit or rollback after) and the layout of ``df``:
-    rows of one partition path must be contiguous within each Spark partition, in the order to be stored."""
+    rows of one partition path must be contiguous within each Spark partition, in the order to be stored.
+    ``decode``, when given, turns each task's batches of ``df`` into those rows first (`exchange`'s runs)."""
 
     def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
         ids = TaskIds(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId()) if ctx else TaskIds(0, 0, 0)
-        for written in BaseFileTaskWriter(spec, ids).write(batches):
+        rows = batches if decode is None else decode(batches)
+        for written in BaseFileTaskWriter(spec, ids).write(rows):
             yield pa.RecordBatch.from_pylist([{
                 "file_id": written.file_id, "path": written.path, "partition_path": written.partition_path,
                 "num_rows": written.num_rows, "size": written.size, "create_time_ms": written.create_time_ms,

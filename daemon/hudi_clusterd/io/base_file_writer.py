@@ -82,6 +82,7 @@ class BaseFileWriteSpec:
     compression: str = DEFAULT_COMPRESSION
     partition_path: str | None = None  # every row's partition, for rows without a partition-path column
     expected_task_rows: int | None = None  # rows each task should receive (an estimate): balances file sizes
+    dictionary_columns: tuple[str, ...] | None = None  # leaf columns (dotted paths) to dictionary-encode; None: all
 
     @property
     def file_schema(self) -> pa.Schema:
@@ -146,8 +147,9 @@ class _OpenFile:
         self.fixed = fixed  # a new slice of an existing file group: never rolled over
         create_marker(storage, spec.instant_time, partition, self.name, io_type)
         self.stream = storage.fs.open_output_stream(storage.full_path(self.rel))
+        dictionary = True if spec.dictionary_columns is None else list(spec.dictionary_columns)
         self.writer = pq.ParquetWriter(self.stream, spec.file_schema, compression=spec.compression,
-                                       store_schema=False)
+                                       store_schema=False, use_dictionary=dictionary)
         self.pending: list[pa.RecordBatch] = []
         self.pending_bytes = 0
         self.flushed_arrow_bytes = 0
@@ -278,7 +280,6 @@ class BaseFileTaskWriter:
                 self._open(partition)
             current = self.current
             assert current is not None
-            batch = self._with_file_name(batch, current.name)
             limit = self._file_limit()
             room = self._room(current, limit)
             size = arrow_bytes(batch)
@@ -295,7 +296,7 @@ class BaseFileTaskWriter:
             group_room = self.spec.row_group_bytes - current.pending_bytes
             if size > group_room:  # a batch larger than a row group is cut into row groups
                 take = min(take, max(1, int(batch.num_rows * group_room / max(size, 1))))
-            current.add(batch.slice(0, take))
+            current.add(self._with_file_name(batch.slice(0, take), current.name))
             batch = batch.slice(take)
             if current.pending_bytes >= self.spec.row_group_bytes:
                 self._flush(current)

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_clusterd.engine.sizing import FILL, _spread, output_file_groups, sample_bytes_per_row
+from hudi_clusterd.engine.sizing import FILL, SampleSize, _spread, output_file_groups, sample_bytes_per_row
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.storage import Storage
 
@@ -59,29 +59,54 @@ def _append_only_files(base: Path, files: int, rows: int) -> list[str]:
     return names
 
 
-def test_sample_in_output_order_weighs_more_than_in_input_order(tmp_path: Path) -> None:
+def test_sample_is_measured_in_output_order(tmp_path: Path) -> None:
     # Given 8 append-only gzip files: sorting by x scatters their commit times, seqnos and ids
     names = _append_only_files(tmp_path, 8, 2_000)
     storage = Storage(str(tmp_path))
     # When sampled in output order (sorted by x), with the file name dropped as the runner drops it
-    rows, size = sample_bytes_per_row(storage, names, "gzip", 1 * MIB, ["x"], ["_hoodie_file_name"],
-                                      sample_rows=8_000)
+    sample = sample_bytes_per_row(storage, names, "gzip", 1 * MIB, ["x"], ["_hoodie_file_name"],
+                                  sample_rows=8_000)
     # Then the sample takes the first 1,000 rows of every file
-    assert rows == 8_000
+    assert sample.rows == 8_000
     in_order = pa.concat_tables([pq.read_table(tmp_path / n).slice(0, 1_000).drop_columns(["_hoodie_file_name"])
                                  for n in names])
-    sink = io.BytesIO()
-    pq.write_table(in_order, sink, compression="gzip")
-    # And weighs more than the same rows in the input's order
-    assert size > 1.05 * sink.tell()
+    # And its memory figure is those rows' Arrow bytes
+    assert sample.memory == in_order.nbytes
+
+    # And its size is theirs sorted by x (stable: ties keep the input order), not in the input's order
+    def size(table: pa.Table) -> int:
+        sink = io.BytesIO()
+        group_rows = 1 * MIB * table.num_rows // table.nbytes
+        pq.write_table(table, sink, compression="gzip", row_group_size=group_rows,
+                       use_dictionary=list(sample.dictionary_columns))
+        return sink.tell()
+
+    assert sample.disk == size(in_order.sort_by("x")) != size(in_order)
+
+
+def test_sample_chooses_dictionaries_column_by_column(tmp_path: Path) -> None:
+    # Given rows with a repeated commit time, a small set of categories, and unique ids and seqnos
+    names = _append_only_files(tmp_path, 4, 3_000)
+    # When sampled
+    sample = sample_bytes_per_row(Storage(str(tmp_path)), names, "snappy", 1 * MIB, ["x"], ["_hoodie_file_name"])
+    # Then the repeated columns are dictionary-encoded and the unique ones are not
+    assert {"_hoodie_commit_time", "x"} <= set(sample.dictionary_columns)
+    assert not {"id", "_hoodie_commit_seqno"} & set(sample.dictionary_columns)
+    # And the size is that of the chosen encoding: below both all-dictionary and no dictionary at all
+    table = pa.concat_tables([pq.read_table(tmp_path / n).slice(0, 5_000).drop_columns(["_hoodie_file_name"])
+                              for n in names]).sort_by("x")
+    for everywhere in (True, False):
+        sink = io.BytesIO()
+        pq.write_table(table, sink, compression="snappy", use_dictionary=everywhere)
+        assert sample.disk < sink.tell()
 
 
 def test_sample_merges_files_with_an_added_column(tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": [1, 2]}), tmp_path / "a.parquet")
     pq.write_table(pa.table({"id": [3], "extra": ["x"]}), tmp_path / "b.parquet")
-    rows, size = sample_bytes_per_row(Storage(str(tmp_path)), ["a.parquet", "b.parquet"], "snappy", MIB, ["id"])
-    assert rows == 3 and size > 0
+    sample = sample_bytes_per_row(Storage(str(tmp_path)), ["a.parquet", "b.parquet"], "snappy", MIB, ["id"])
+    assert sample.rows == 3 and sample.disk > 0 and sample.memory > 0
 
 
 def test_sample_of_nothing_is_empty(tmp_path: Path) -> None:
-    assert sample_bytes_per_row(Storage(str(tmp_path)), [], "snappy", MIB, ["id"]) == (0, 0)
+    assert sample_bytes_per_row(Storage(str(tmp_path)), [], "snappy", MIB, ["id"]) == SampleSize(0, 0, 0)
