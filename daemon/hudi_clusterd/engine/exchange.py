@@ -10,8 +10,8 @@ How (`exchange` builds the DataFrame, `SortedRuns.decode` undoes it in the writi
 
 1. Each scan task (`scan.GroupScan.map_files`) reads its files, computes every row's range and key words
    (`RangeKeys`), buffers about `FLUSH_BYTES` of rows, sorts them by key (`key_order`) and cuts them into one
-   *run* per range: an Arrow IPC record batch holding the rows and their key words (`cut_runs`). Rows of one
-   range are contiguous in key order because ranges are cut by key.
+   *run* per range: an Arrow IPC stream, compressed with `RUN_CODEC`, of the rows and their key words
+   (`cut_runs`). Rows of one range are contiguous in key order because ranges are cut by key.
 2. One output row per run, ``(partition, range, run)`` with ``partition = range // ranges_per_partition``,
    goes through ``repartitionById``; within a partition the runs are sorted by range when a partition holds
    more than one range.
@@ -19,7 +19,7 @@ How (`exchange` builds the DataFrame, `SortedRuns.decode` undoes it in the writi
    already sorted) and hands the rows on in order, key words dropped. It holds one range in memory: the caller
    picks ``ranges_per_partition`` so that a range stays near `RANGE_BYTES` (`ranges_per_partition`).
 
-Every row is read once, serialized once and taken into order twice (in its run, then in its range). A retried
+Every row is read once, compressed once and taken into order twice (in its run, then in its range). A retried
 task recomputes the same runs (the scan's file assignment and the key function are fixed); Spark discards the
 output of a failed attempt, so no row is lost or duplicated.
 """
