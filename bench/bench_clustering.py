@@ -453,12 +453,13 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
     scan = GroupScan(spark, executor_base_path(table.storage), tuple(files), df.schema)
     data_schema = strip_meta_fields(spark_arrow_schema(df))
     rows = timed("count", df.count)
-    n_out, memory_per_row = timed("output sizing (sample)", lambda: runner.output_partitions(
+    shape = timed("output sizing (sample)", lambda: runner.output_shape(
         table, plan, 0, rows, policy.target_file_max_bytes, sum(f.size for f in files)))
-    per_partition = ranges_per_partition(rows, n_out, memory_per_row)
+    n_out = shape.partitions
+    per_partition = ranges_per_partition(rows, n_out, shape.memory_bytes_per_row)
     partitioning = timed("sample + split keys (sample job)", lambda: plan_curve_partitioning(
         df, columns, policy.layout_strategy, policy.curve_build_method, policy.curve_sample_size,
-        n_out * per_partition, rows))
+        n_out * per_partition, rows, scan))
     keys = range_keys(partitioning, columns)
     runs = exchange(scan, keys, key_words(len(columns), partitioning), n_out, per_partition)
 
@@ -491,6 +492,7 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
             populate_meta_fields=True, preserve_meta_fields=True, max_file_bytes=policy.target_file_max_bytes,
             row_group_bytes=row_group_bytes(policy.target_file_max_bytes), compression=codec,
             partition_path=plan.input_groups[0].partition_path, expected_task_rows=-(-rows // n_out),
+            dictionary_columns=shape.dictionary_columns,
         )
         stats = timed(f"... + write {codec} (the whole group)",
                       lambda spec=spec: write_file_groups(runs.frame, spec, decode=decode))
