@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-    from hudi_clusterd.engine.scan import GroupScan
+    from hudi_clusterd.engine.scan import BatchFunction, GroupScan
 
 MIB = 1024 * 1024
 FLUSH_BYTES = 64 * MIB
@@ -58,7 +58,6 @@ RUN_DDL = "partition int, range int, run binary"
 RangeKeys = Callable[[pa.RecordBatch], tuple[np.ndarray, np.ndarray]]
 """For one batch of rows: each row's range (integers, non-decreasing in key order) and its key words, an
 ``(n, width)`` ``int64`` array whose lexicographic order is the layout order. Runs in the Python workers."""
-BatchFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
 def key_names(width: int) -> list[str]:

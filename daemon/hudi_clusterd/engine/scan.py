@@ -29,14 +29,14 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 BATCH_ROWS = 10_000
-"""Rows per batch read and handed to the JVM (Spark's own ``arrow.maxRecordsPerBatch`` default)."""
+"""Rows per batch read from a file (Spark's own ``arrow.maxRecordsPerBatch`` default)."""
 SPLIT_BYTES = 128 * 1024 * 1024
 """Input bytes one task reads at most when the files allow it (Spark's ``files.maxPartitionBytes`` default)."""
 TASKS_PER_CORE = 2
 """At least this many tasks per core, so a task that draws larger files does not leave a core idle at the end."""
 
-TaskFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
-"""What a scan task does with its conformed batches (runs in the Python workers)."""
+BatchFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+"""A ``mapInArrow`` function: what a task does with its batches (runs in the Python workers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +126,7 @@ class GroupScan:
         large = str(self.spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")).lower() == "true"
         return to_arrow_schema(self.schema, timezone="UTC", prefers_large_types=large)
 
-    def map_files(self, fn: TaskFunction, schema: StructType | str, columns: Sequence[str] | None = None
+    def map_files(self, fn: BatchFunction, schema: StructType | str, columns: Sequence[str] | None = None
                   ) -> DataFrame:
         """A DataFrame of ``schema``: each task's conformed batches, in file order, through ``fn``. ``columns``:
         read only these (the others are not decoded at all)."""

@@ -37,7 +37,6 @@ from hudi_clusterd.errors import PlanError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
-    from pyspark.sql.types import StructType
 
     from hudi_clusterd.engine.exchange import RangeKeys, SortedRuns
     from hudi_clusterd.engine.scan import GroupScan
@@ -67,11 +66,19 @@ class CurvePartitioning:
 
         return curves.curve_keys(columns, self.strategy, self.boundaries)
 
-    def partitions(self, keys: np.ndarray) -> np.ndarray:
-        """Range partition of each key (``int32``)."""
+    def partitions(self, keys: np.ndarray, words: np.ndarray | None = None) -> np.ndarray:
+        """Range partition of each key (``int32``). ``words``: the keys' `curves.keys_to_words`, when the caller
+        has them. Keys of one word (up to 8 bytes: two to four sampled dimensions) are searched among ``int64``
+        split words, several times faster than among byte strings, in the same order."""
+        from hudi_clusterd.engine import curves
+
         if not self.split_keys:
             return np.zeros(keys.shape[0], np.int32)
         width = keys.shape[1]
+        if width <= 8:
+            splits = np.frombuffer(b"".join(self.split_keys), np.uint8).reshape(len(self.split_keys), width)
+            words = curves.keys_to_words(keys) if words is None else words
+            return np.searchsorted(curves.keys_to_words(splits)[:, 0], words[:, 0], side="left").astype(np.int32)
         splits = np.array(self.split_keys, dtype=f"S{width}")
         # Equal-width byte strings compare lexicographically as numpy "S" values do.
         as_strings = np.ascontiguousarray(keys).view(f"S{width}").reshape(-1)
@@ -222,35 +229,7 @@ def _scan_sample(scan: GroupScan, names: Sequence[str], fraction: float) -> Data
 
 def key_fields(dims: int, partitioning: CurvePartitioning) -> list[str]:
     """Names of the ``int64`` key words in the layout-key struct (``k0``, ``k1``, …), most significant first."""
-    from hudi_clusterd.engine import curves
-
-    if partitioning.strategy is LayoutStrategy.LINEAR:  # rows sort by their own columns; only the partition counts
-        return []
-    width = curves.key_width(dims, partitioning.boundaries is not None)
-    return [f"k{i}" for i in range(-(-width // 8))]
-
-
-def key_struct_type(dims: int, partitioning: CurvePartitioning) -> StructType:
-    """Spark type of the layout key: ``struct<partition: int, k0: long, …>``."""
-    from pyspark.sql import types as T
-
-    words = key_fields(dims, partitioning)
-    return T.StructType(
-        [T.StructField("partition", T.IntegerType(), False)] + [T.StructField(w, T.LongType(), False) for w in words]
-    )
-
-
-def key_arrays(partitioning: CurvePartitioning, columns: Sequence[pa.Array]) -> pa.StructArray:
-    """The layout key of a batch of sort-column values: its range partition and its ``int64`` key words."""
-    from hudi_clusterd.engine import curves
-
-    keys = partitioning.keys(columns)
-    arrays = [pa.array(partitioning.partitions(keys), pa.int32())]
-    words = key_fields(len(columns), partitioning)
-    if words:  # none for a linear layout
-        word_columns = curves.keys_to_words(keys)
-        arrays += [pa.array(word_columns[:, i]) for i in range(len(words))]
-    return pa.StructArray.from_arrays(arrays, names=["partition", *words])
+    return [f"k{i}" for i in range(key_words(dims, partitioning))]
 
 
 def with_layout_key(
@@ -263,15 +242,26 @@ def with_layout_key(
     the key's range partition.
     """
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
     from pyspark.sql.pandas.functions import arrow_udf
 
+    from hudi_clusterd.engine import curves
+
     count = len(sort_columns)
+    words = key_fields(count, partitioning)
 
     def layout_key(columns: pa.Array) -> pa.Array:
-        return key_arrays(partitioning, [columns.field(i) for i in range(count)])
+        keys = partitioning.keys([columns.field(i) for i in range(count)])
+        word_columns = curves.keys_to_words(keys)
+        arrays = [pa.array(partitioning.partitions(keys, word_columns), pa.int32()),
+                  *(pa.array(word_columns[:, i]) for i in range(len(words)))]
+        return pa.StructArray.from_arrays(arrays, names=["partition", *words])
 
+    result_type = T.StructType(
+        [T.StructField("partition", T.IntegerType(), False)] + [T.StructField(w, T.LongType(), False) for w in words]
+    )
     # The hints on `layout_key` (resolved against this module's `pa`) make it a scalar Arrow UDF.
-    key_udf: Any = arrow_udf(layout_key, key_struct_type(count, partitioning))  # type: ignore[call-overload]
+    key_udf: Any = arrow_udf(layout_key, result_type)  # type: ignore[call-overload]
     packed = F.struct(*[_column(c).alias(f"c{i}") for i, c in enumerate(sort_columns)])
     return df.withColumn(key_column, key_udf(packed))
 
@@ -349,19 +339,11 @@ def range_keys(partitioning: CurvePartitioning, sort_columns: Sequence[str]) -> 
     from hudi_clusterd.engine import curves
 
     names = list(sort_columns)
-    splits = partitioning.split_keys
-    # one-word keys (two sampled dimensions, one linear column) find their range among int64 split words,
-    # several times faster than among byte strings; the order is the same (`curves.keys_to_words`)
-    width = len(splits[0]) if splits else 0
-    split_words = (curves.keys_to_words(np.frombuffer(b"".join(splits), np.uint8).reshape(len(splits), width))
-                   if 0 < width <= 8 else None)
 
     def keys(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
         layout = partitioning.keys([batch.column(name) for name in names])
         words = curves.keys_to_words(layout)
-        if split_words is not None and words.shape[1] == 1:
-            return np.searchsorted(split_words[:, 0], words[:, 0], side="left").astype(np.int32), words
-        return partitioning.partitions(layout), words
+        return partitioning.partitions(layout, words), words
 
     return keys
 

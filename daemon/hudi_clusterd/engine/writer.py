@@ -17,7 +17,7 @@ Two levels:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, NoReturn
 
 import pyarrow as pa
@@ -52,6 +52,8 @@ from hudi_clusterd.io.write_client import WriteHandle, abort, complete_commit, s
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from hudi_clusterd.engine.scan import BatchFunction
+
 log = structlog.get_logger(__name__)
 
 OPERATIONS = {"insert": Operation.INSERT, "bulk_insert": Operation.BULK_INSERT}
@@ -68,8 +70,7 @@ def executor_base_path(storage: Storage) -> str:
 
 # --- the core: one file group per task (and per partition path), rolled over at the size target --------------
 
-def write_file_groups(df: DataFrame, spec: BaseFileWriteSpec,
-                      decode: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None
+def write_file_groups(df: DataFrame, spec: BaseFileWriteSpec, decode: BatchFunction | None = None
                       ) -> list[WriteStat]:
     """Write ``df`` into new file groups of instant ``spec.instant_time``; returns one write stat per file.
 

@@ -11,6 +11,7 @@ import pytest
 from hudi_clusterd.domain.layout import LayoutStrategy
 from hudi_clusterd.engine import curves
 from hudi_clusterd.engine.exchange import (
+    RangeKeys,
     cut_runs,
     key_names,
     key_order,
@@ -45,7 +46,7 @@ def _rows(rng: np.random.Generator, n: int, start: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array(ids), names, pa.array(rng.normal(size=n))], names=["id", "s", "x"])
 
 
-def _keys_by_id(splits: np.ndarray, seed: int):  # type: ignore[no-untyped-def]
+def _keys_by_id(splits: np.ndarray, seed: int) -> RangeKeys:
     """Key words and ranges that depend only on the row's id (as a layout key depends on its values)."""
 
     def keys(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -149,3 +150,15 @@ def test_range_keys_agree_with_the_partitioning_and_order_by_the_key(strategy: L
     assert words.shape[1] == key_words(2, partitioning)
     by_words = [bytes(keys[i]) for i in key_order(words)]
     assert by_words == sorted(bytes(k) for k in keys)
+
+
+def test_one_word_keys_find_the_same_ranges_as_a_byte_string_search() -> None:
+    # Given 4-byte keys (two sampled dimensions) and split keys among them, ties included
+    rng = np.random.default_rng(9)
+    keys = rng.integers(0, 256, (3_000, 4), dtype=np.uint8)
+    keys[::5] = keys[0]
+    splits = tuple(sorted({bytes(k) for k in keys[::97]}))
+    partitioning = CurvePartitioning(LayoutStrategy.HILBERT, None, splits, 0)
+    # Then the int64 word search places every key where a search among the byte strings does
+    expected = np.searchsorted(np.array(splits, dtype="S4"), keys.view("S4").reshape(-1), side="left")
+    assert partitioning.partitions(keys).tolist() == expected.tolist()
