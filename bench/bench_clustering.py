@@ -19,7 +19,7 @@ copies; medians are reported, with the ratio to plain Spark:
 * ``delta``        delta-rs ``optimize.z_order(["lat", "lon"], target_size=8 MiB)`` on a Delta table made of
                    the 200 source files (one append each; cached too, one optimize per fresh copy).
 
-For every case: files out, the files-scanned ratio of the output (``hudi_clusterd.io.layout``, cross-checked
+For every case: files out, the files-scanned ratio of the output (``hudi_clusterd.layout.quality``, cross-checked
 against ``../shared/bench/layout.py``), and the peak RSS of the driver (this Python process + the Spark JVM,
 sampled from ``/proc`` during the measured call; the Spark Python workers separately). delta-rs runs in a
 child process (its peak RSS is that process's); it would otherwise keep this process's RSS high afterwards.
@@ -73,21 +73,22 @@ sys.path.insert(0, str(REPO / "daemon"))
 
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy  # noqa: E402
 from hudi_clusterd.domain.table_config import TableConfig  # noqa: E402
-from hudi_clusterd.engine.cluster import SparkGroupRunner, row_group_bytes  # noqa: E402
-from hudi_clusterd.engine.exchange import exchange, ranges_per_partition, task_runs  # noqa: E402
-from hudi_clusterd.engine.scan import GroupScan  # noqa: E402
-from hudi_clusterd.engine.session import get_or_create_session  # noqa: E402
-from hudi_clusterd.engine.sorting import (  # noqa: E402
+from hudi_clusterd.engine.clustering.exchange import exchange, ranges_per_partition, task_runs  # noqa: E402
+from hudi_clusterd.engine.clustering.runner import SparkGroupRunner, row_group_bytes  # noqa: E402
+from hudi_clusterd.engine.clustering.scan import GroupScan  # noqa: E402
+from hudi_clusterd.engine.clustering.sorting import (  # noqa: E402
     key_words,
     plan_curve_partitioning,
     range_keys,
     sort_for_layout,
 )
-from hudi_clusterd.engine.writer import executor_base_path, insert, spark_arrow_schema, write_file_groups  # noqa: E402
+from hudi_clusterd.engine.files import executor_base_path, spark_arrow_schema, write_file_groups  # noqa: E402
+from hudi_clusterd.engine.ingest.writer import insert  # noqa: E402
+from hudi_clusterd.engine.session import get_or_create_session  # noqa: E402
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields  # noqa: E402
 from hudi_clusterd.io.base_file_writer import BaseFileWriteSpec  # noqa: E402
-from hudi_clusterd.io.layout import files_scanned_ratio  # noqa: E402
 from hudi_clusterd.io.table import HoodieTable  # noqa: E402
+from hudi_clusterd.layout.quality import files_scanned_ratio  # noqa: E402
 from hudi_clusterd.ops.execute import execute  # noqa: E402
 from hudi_clusterd.ops.schedule import schedule  # noqa: E402
 from procstats import CpuMeter, proc_table  # noqa: E402

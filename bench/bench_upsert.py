@@ -38,10 +38,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "daemon"))
 
 from hudi_clusterd.domain.table_config import TableConfig  # noqa: E402
+from hudi_clusterd.engine.ingest.snapshot import snapshot  # noqa: E402
+from hudi_clusterd.engine.ingest.upsert import deduplicate_last, tag_locations, upsert  # noqa: E402
+from hudi_clusterd.engine.ingest.writer import insert, prepare_insert, table_data_schema  # noqa: E402
 from hudi_clusterd.engine.session import get_or_create_session  # noqa: E402
-from hudi_clusterd.engine.snapshot import snapshot  # noqa: E402
-from hudi_clusterd.engine.upsert import deduplicate_last, tag_locations, upsert  # noqa: E402
-from hudi_clusterd.engine.writer import insert, prepare_insert, table_data_schema  # noqa: E402
 from hudi_clusterd.io.table import HoodieTable  # noqa: E402
 
 MB = 1024 * 1024

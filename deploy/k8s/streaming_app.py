@@ -15,7 +15,7 @@ import time
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from hudi_clusterd.engine.sink import HudiStreamingSink
+from hudi_clusterd.engine.ingest.sink import HudiStreamingSink
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--base-path", required=True, help="the Hudi table (created on the first batch)")

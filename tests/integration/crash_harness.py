@@ -257,8 +257,8 @@ class Ingestor:
         self._write(list(range(HOT_KEYS)), upsert=False)
 
     def _write(self, ids: list[int], *, upsert: bool) -> str:
-        from hudi_clusterd.engine.upsert import upsert as do_upsert
-        from hudi_clusterd.engine.writer import insert
+        from hudi_clusterd.engine.ingest.upsert import upsert as do_upsert
+        from hudi_clusterd.engine.ingest.writer import insert
 
         self._version += 1
         rows = [(i, self._version, round(self.rng.uniform(0, 100), 6), f"p{i % 2}") for i in ids]
@@ -600,9 +600,9 @@ def check_at_rest(base: Path, daemon: CrashableDaemon, expected: list[dict[str, 
 def recover_with_execute(spark: Any, base: Path, policy: ClusteringPolicy) -> list[str]:
     """What ``hudi-clusterd execute`` does, on the test's SparkSession: roll back what a dead executor left and
     run every pending plan. Returns the outcomes."""
-    from hudi_clusterd.engine.cluster import SparkGroupRunner
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
+    from hudi_clusterd.layout.figures import clustering_figures
     from hudi_clusterd.ops.execute import execute
-    from hudi_clusterd.ops.layout import clustering_figures
 
     table = HoodieTable.open(str(base), lock_stale_s=LOCK_STALE_S, lock_timeout_s=120)
     runner = SparkGroupRunner(spark)

@@ -19,8 +19,8 @@ import pytest
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.layout.figures import clustering_figures
 from hudi_clusterd.ops.execute import ExecutionResult, GroupRunner, execute
-from hudi_clusterd.ops.layout import clustering_figures
 from hudi_clusterd.ops.schedule import schedule
 from tests.tablegen import TableGen
 
@@ -36,7 +36,7 @@ def policy(**props: str) -> ClusteringPolicy:
 
 @pytest.fixture(scope="module")
 def runner(spark: Any) -> GroupRunner:
-    from hudi_clusterd.engine.cluster import SparkGroupRunner
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
 
     return SparkGroupRunner(spark)
 

@@ -150,7 +150,7 @@ def test_daemon_beside_a_real_streaming_query(spark: Any, tmp_path: Path) -> Non
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from hudi_clusterd.engine.sink import HudiStreamingSink
+    from hudi_clusterd.engine.ingest.sink import HudiStreamingSink
 
     source = tmp_path / "source"
     source.mkdir()

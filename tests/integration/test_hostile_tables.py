@@ -46,14 +46,14 @@ def policy(**props: str) -> ClusteringPolicy:
 
 @pytest.fixture(scope="module")
 def runner(spark: Any) -> GroupRunner:
-    from hudi_clusterd.engine.cluster import SparkGroupRunner
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
 
     return SparkGroupRunner(spark)
 
 
 @pytest.fixture(scope="module")
 def engine(spark: Any) -> Engine:
-    from hudi_clusterd.engine.cluster import engine_for_session
+    from hudi_clusterd.engine.clustering.runner import engine_for_session
 
     return engine_for_session(spark, owns_session=False)
 

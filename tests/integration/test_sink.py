@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_clusterd.engine.sink import BATCH_ID_KEY, QUERY_ID_KEY, SINK_CHECKPOINT_KEY, HudiStreamingSink
+from hudi_clusterd.engine.ingest.sink import BATCH_ID_KEY, QUERY_ID_KEY, SINK_CHECKPOINT_KEY, HudiStreamingSink
 from hudi_clusterd.io.table import HoodieTable
 from tests.integration.hudi_rs_checks import (
     assert_meta_consistent,
@@ -90,9 +90,9 @@ def test_sink_replayed_and_empty_batches_make_no_commit(spark: Any, tmp_path: Pa
 _JOB = """
 import sys, threading
 from pathlib import Path
-from hudi_clusterd.engine import writer
+from hudi_clusterd.engine.ingest import writer
 from hudi_clusterd.engine.session import get_or_create_session
-from hudi_clusterd.engine.sink import BATCH_ID_KEY, HudiStreamingSink
+from hudi_clusterd.engine.ingest.sink import BATCH_ID_KEY, HudiStreamingSink
 
 base, src, ckpt, pause_batch = sys.argv[1:5]
 if pause_batch != "-1":

@@ -27,7 +27,7 @@ def _hudi_rs(base: Path, as_of: str | None) -> list[dict[str, Any]]:
 
 
 def _ours(spark: Any, base: Path, as_of: str | None) -> list[dict[str, Any]]:
-    from hudi_clusterd.engine.snapshot import snapshot
+    from hudi_clusterd.engine.ingest.snapshot import snapshot
 
     df = snapshot(spark, HoodieTable.open(str(base)), as_of=as_of)
     return sorted(df.toArrow().to_pylist(), key=_key)

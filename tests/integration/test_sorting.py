@@ -14,8 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from hudi_clusterd.domain.layout import CurveBuildMethod, LayoutStrategy
-from hudi_clusterd.engine.sorting import (
+from hudi_clusterd.engine.clustering.sorting import (
     KEY_COLUMN,
     exchange_layout,
     plan_curve_partitioning,
@@ -23,6 +22,7 @@ from hudi_clusterd.engine.sorting import (
     with_layout_key,
 )
 from hudi_clusterd.errors import PlanError
+from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 pytestmark = pytest.mark.spark
 
@@ -223,7 +223,7 @@ def scanned(spark: Any, typed_df: Any, tmp_path_factory: Any) -> tuple[Any, Any]
     """The typed rows written as 5 parquet files, read back by Spark and described as a `GroupScan`."""
     from pathlib import Path
 
-    from hudi_clusterd.engine.scan import GroupScan, ScanFile
+    from hudi_clusterd.engine.clustering.scan import GroupScan, ScanFile
 
     base = Path(tmp_path_factory.mktemp("scan"))
     typed_df.repartition(5).write.parquet(str(base / "data"))

@@ -11,9 +11,9 @@ import pytest
 
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.engine.sink import HudiStreamingSink
-from hudi_clusterd.engine.upsert import upsert
-from hudi_clusterd.engine.writer import insert
+from hudi_clusterd.engine.ingest.sink import HudiStreamingSink
+from hudi_clusterd.engine.ingest.upsert import upsert
+from hudi_clusterd.engine.ingest.writer import insert
 from hudi_clusterd.errors import CommitConflictError
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.execute import GroupRunner, execute
@@ -158,7 +158,7 @@ def _policy(**extra: str) -> ClusteringPolicy:
 
 @pytest.fixture(scope="module")
 def runner(spark: Any) -> GroupRunner:
-    from hudi_clusterd.engine.cluster import SparkGroupRunner
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
 
     return SparkGroupRunner(spark)
 
@@ -232,14 +232,14 @@ def test_upsert_fails_rather_than_lose_a_write_when_its_group_was_clustered_mean
     # Given an upsert that reads the file groups, and a clustering that completes before the upsert commits
     base, table = _clusterable(spark, tmp_path)
     pol = _policy()
-    from hudi_clusterd.io.write_client import start_commit as real_start
+    from hudi_clusterd.engine.ingest.write_client import start_commit as real_start
 
     def start_after_clustering(*args: Any, **kw: Any) -> Any:
         planned = schedule(table, pol, force=True).instant
         assert execute(table, pol, runner, planned).outcome == "completed"
         return real_start(*args, **kw)
 
-    monkeypatch.setattr("hudi_clusterd.engine.upsert.start_commit", start_after_clustering)
+    monkeypatch.setattr("hudi_clusterd.engine.ingest.upsert.start_commit", start_after_clustering)
     # When the upsert tries to commit its new slices of the replaced file groups
     with pytest.raises(CommitConflictError, match="was replaced"):
         upsert(spark, table, spark.createDataFrame([(4, "eu", -1.0, 9)], SCHEMA))
@@ -259,7 +259,7 @@ def test_clustering_completing_while_an_upsert_is_inflight_loses_to_it(
     planned = schedule(table, pol, force=True).instant
     assert planned is not None
     hot = _planned_group_of(table, planned, 4)
-    from hudi_clusterd.io.write_client import complete_commit as real_complete
+    from hudi_clusterd.engine.ingest.write_client import complete_commit as real_complete
     outcomes: list[str] = []
 
     def complete_after_clustering(*args: Any, **kw: Any) -> Any:
@@ -268,7 +268,7 @@ def test_clustering_completing_while_an_upsert_is_inflight_loses_to_it(
         assert hot in result.message and "is writing" in result.message
         return real_complete(*args, **kw)
 
-    monkeypatch.setattr("hudi_clusterd.engine.upsert.complete_commit", complete_after_clustering)
+    monkeypatch.setattr("hudi_clusterd.engine.ingest.upsert.complete_commit", complete_after_clustering)
     # When the clustering tries to complete before the upsert commits
     upsert(spark, table, spark.createDataFrame([(4, "eu", -1.0, 9)], SCHEMA))
     # Then the clustering saw the inflight upsert's markers and rolled back; the update is kept
@@ -280,7 +280,7 @@ def test_upsert_into_golden_table_written_by_apache_hudi(spark: Any, golden_copy
     # Given a copy of a table written by Apache Hudi (nested columns, decimals, dates)
     from pyspark.sql import functions as F
 
-    from hudi_clusterd.engine.snapshot import snapshot
+    from hudi_clusterd.engine.ingest.snapshot import snapshot
 
     base = golden_copy("v6_simplekeygen_nonhivestyle")
     table = HoodieTable.open(str(base))

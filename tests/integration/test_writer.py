@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.engine.snapshot import snapshot
-from hudi_clusterd.engine.writer import insert
+from hudi_clusterd.engine.ingest.snapshot import snapshot
+from hudi_clusterd.engine.ingest.writer import insert
 from hudi_clusterd.errors import ExecutionError, TableError
 from hudi_clusterd.io.table import HoodieTable
 from tests.integration.hudi_rs_checks import (
@@ -177,7 +177,7 @@ def test_snapshot_of_empty_table_has_table_schema(spark: Any, tmp_path: Path) ->
 
 
 def test_record_keys_and_partition_paths_like_hudi_key_generators(spark: Any, tmp_path: Path) -> None:
-    from hudi_clusterd.engine.writer import prepare_insert
+    from hudi_clusterd.engine.ingest.writer import prepare_insert
 
     rows = [(1, None, "2024/01/01", None), (2, "", "a=b", "x"), (3, "n", None, "y")]
     df = spark.createDataFrame(rows, "id long, name string, path string, kind string")

@@ -27,7 +27,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from hudi_clusterd.cli import build_parser
-from hudi_clusterd.engine.sink import HudiStreamingSink
+from hudi_clusterd.engine.ingest.sink import HudiStreamingSink
 from hudi_clusterd.io.java_properties import parse_properties
 from hudi_clusterd.runtime.metrics import PLAN_OUTCOMES, RELOAD_OUTCOMES, Metrics, MetricsServer
 from hudi_clusterd.settings import Settings, load_settings
@@ -582,7 +582,7 @@ def test_streaming_app_uses_only_the_public_sink_api() -> None:
     nodes = list(ast.walk(tree))
     ours = [n for n in nodes if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("hudi_clusterd")]
     imported = [(n.module, [a.name for a in n.names]) for n in ours]
-    assert imported == [("hudi_clusterd.engine.sink", ["HudiStreamingSink"])]
+    assert imported == [("hudi_clusterd.engine.ingest.sink", ["HudiStreamingSink"])]
     calls = [n for n in nodes if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "HudiStreamingSink"]
     assert len(calls) == 1
     accepted = set(inspect.signature(HudiStreamingSink).parameters)

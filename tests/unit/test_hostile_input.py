@@ -499,13 +499,13 @@ def test_commit_metadata_round_trip_of_regular_commit_still_works(tmp_path: Path
     ("/t/back\\slash/f.parquet", "/t/back\\\\slash/f.parquet"),
 ])
 def test_literal_read_path_escapes_hadoop_glob_characters(path: str, escaped: str) -> None:
-    from hudi_clusterd.engine.writer import literal_read_path
+    from hudi_clusterd.engine.files import literal_read_path
 
     assert literal_read_path(path) == escaped
 
 
 def test_spark_error_message_py4j_wrapper_gives_innermost_cause_naming_file() -> None:
-    from hudi_clusterd.engine.writer import spark_error_message
+    from hudi_clusterd.engine.files import spark_error_message
 
     text = ("An error occurred while calling o77.parquet.\n: org.apache.spark.SparkException: Job aborted.\n"
             "\tat org.apache.spark.Foo.bar(Foo.scala:1)\n"

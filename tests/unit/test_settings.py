@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from hudi_clusterd import settings as settings_module
-from hudi_clusterd.domain.layout import LayoutStrategy
 from hudi_clusterd.domain.policy import DEFAULT_POLICY, PartitionFilterMode, parse_policy
 from hudi_clusterd.errors import ConfigError
+from hudi_clusterd.layout.strategy import LayoutStrategy
 from hudi_clusterd.settings import (
     LogFormat,
     Settings,

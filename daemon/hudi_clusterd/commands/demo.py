@@ -103,11 +103,11 @@ def _snapshot_counts(table: HoodieTable) -> tuple[int, int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hudi_clusterd.engine.cluster import engine_for_session
+    from hudi_clusterd.engine.clustering.runner import engine_for_session
+    from hudi_clusterd.engine.ingest.sink import HudiStreamingSink
+    from hudi_clusterd.engine.ingest.snapshot import snapshot
     from hudi_clusterd.engine.session import get_or_create_session
-    from hudi_clusterd.engine.sink import HudiStreamingSink
-    from hudi_clusterd.engine.snapshot import snapshot
-    from hudi_clusterd.ops.layout import snapshot_ratio
+    from hudi_clusterd.layout.figures import snapshot_ratio
     from hudi_clusterd.runtime.metrics import Metrics, MetricsServer
     from hudi_clusterd.runtime.reload import SettingsHolder
     from hudi_clusterd.runtime.service import Daemon

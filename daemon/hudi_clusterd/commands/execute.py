@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
 
 
 def _engine(args: argparse.Namespace) -> Any:
-    from hudi_clusterd.engine.cluster import build_engine_for
+    from hudi_clusterd.engine.clustering.runner import build_engine_for
 
     conf = {}
     for item in args.spark_conf:

@@ -121,7 +121,7 @@ def _open_or_create(args: argparse.Namespace, spark: Any, first_source: str) -> 
     record_key = _split(args.record_key)
     if not record_key:
         raise ConfigError(f"{args.base_path} is not a Hudi table yet; --record-key is required to create it")
-    from hudi_clusterd.engine.writer import spark_arrow_schema
+    from hudi_clusterd.engine.files import spark_arrow_schema
     from hudi_clusterd.io.avro_schema import arrow_to_avro_json, sanitize_name
 
     name = args.table_name or sanitize_name(os.path.basename(os.path.normpath(args.base_path)) or "hudi_table")
@@ -149,16 +149,16 @@ def _read(spark: Any, paths: list[str]) -> Any:
     try:
         return spark.read.parquet(*paths)
     except Exception as e:  # AnalysisException and friends: unreadable or incompatible files
-        from hudi_clusterd.engine.writer import spark_error_message
+        from hudi_clusterd.engine.files import spark_error_message
 
         raise ExecutionError(f"cannot read {paths[0]}{' and others' if len(paths) > 1 else ''}: "
                              f"{spark_error_message(e)}") from e
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    from hudi_clusterd.engine.ingest.upsert import upsert
+    from hudi_clusterd.engine.ingest.writer import insert
     from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session
-    from hudi_clusterd.engine.upsert import upsert
-    from hudi_clusterd.engine.writer import insert
 
     sources = resolve_sources(args.source)
     spark = get_or_create_session(args.spark_master or DEFAULT_MASTER, app_name="hudi-clusterd-ingest")

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.ops.layout import snapshot_report
+from hudi_clusterd.layout.figures import snapshot_report
 
 
 def register(subparsers: Any) -> None:

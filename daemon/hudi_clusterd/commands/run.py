@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         from hudi_clusterd.errors import ConfigError
 
         raise ConfigError("no tables to serve: list them in the config file (clusterd.tables) or pass --base-path")
-    from hudi_clusterd.engine.cluster import build_engine
+    from hudi_clusterd.engine.clustering.runner import build_engine
     from hudi_clusterd.runtime.service import Daemon
 
     metrics = Metrics()

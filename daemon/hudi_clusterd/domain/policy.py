@@ -12,7 +12,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from hudi_clusterd.domain.layout import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.domain.policy_keys import (
     KEY_OF_FIELD,
     KEY_SPECS,
@@ -32,6 +31,7 @@ from hudi_clusterd.domain.policy_keys import (
     render_value,
 )
 from hudi_clusterd.errors import ConfigError
+from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 __all__ = [
     "DEFAULT_POLICY",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
-from hudi_clusterd.domain.layout import CurveBuildMethod, LayoutStrategy
+from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 __all__ = [
     "KEY_SPECS",

@@ -20,7 +20,7 @@ Given the rows of one task, already grouped by partition path (and ordered as th
 - writes Hudi's footers: ``hoodie_min_record_key``/``hoodie_max_record_key`` (when meta fields are populated),
   ``parquet.avro.schema`` (the Avro schema with meta fields) and ``writer.model.name=avro``.
 
-It is plain pyarrow over a ``Storage``, so it is tested without Spark; ``hudi_clusterd.engine.writer`` runs it
+It is plain pyarrow over a ``Storage``, so it is tested without Spark; ``hudi_clusterd.engine.ingest.writer`` runs it
 in ``mapInArrow`` tasks.
 """
 

@@ -37,12 +37,12 @@ from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringGroup, ClusteringPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.domain.timeline import Timeline
+from hudi_clusterd.engine.ingest.write_client import reconcile_markers
 from hudi_clusterd.errors import ClusterdError, CommitConflictError, ExecutionError, PlanError, StorageError
 from hudi_clusterd.io.markers import delete_markers, list_markers
 from hudi_clusterd.io.rollback import RollbackResult, rollback_pending
 from hudi_clusterd.io.table import HoodieTable, PendingPlan
 from hudi_clusterd.io.timeline_store import HEARTBEAT_FOLDER, META_FOLDER, TEMP_FOLDER
-from hudi_clusterd.io.write_client import reconcile_markers
 
 log = structlog.get_logger(__name__)
 

@@ -8,9 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from hudi_clusterd.domain.layout import LayoutStrategy
-from hudi_clusterd.engine import curves
-from hudi_clusterd.engine.exchange import (
+from hudi_clusterd.engine.clustering.exchange import (
     RangeKeys,
     cut_runs,
     key_names,
@@ -20,8 +18,10 @@ from hudi_clusterd.engine.exchange import (
     ranges_per_partition,
     task_runs,
 )
-from hudi_clusterd.engine.sorting import CurvePartitioning, _split_keys, key_words, range_keys
+from hudi_clusterd.engine.clustering.sorting import CurvePartitioning, _split_keys, key_words, range_keys
 from hudi_clusterd.errors import ExecutionError
+from hudi_clusterd.layout import curves
+from hudi_clusterd.layout.strategy import LayoutStrategy
 
 
 def test_key_order_is_lexicographic_over_words_and_stable() -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from hudi_clusterd.domain.table_config import TIMESTAMP_KEYGEN, TableConfig
-from hudi_clusterd.engine.keygen import KeySpec, escape_path_name
+from hudi_clusterd.engine.ingest.keygen import KeySpec, escape_path_name
 from hudi_clusterd.errors import UnsupportedTableError
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hudi_clusterd.engine.scan import SPLIT_BYTES, assign_files, conform, read_conformed, scan_tasks
+from hudi_clusterd.engine.clustering.scan import SPLIT_BYTES, assign_files, conform, read_conformed, scan_tasks
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.storage import Storage
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_clusterd.engine.sizing import FILL, SampleSize, _spread, output_file_groups, sample_bytes_per_row
+from hudi_clusterd.engine.clustering.sizing import FILL, SampleSize, _spread, output_file_groups, sample_bytes_per_row
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.storage import Storage
 

@@ -11,12 +11,7 @@ import pytest
 from hudi_clusterd.domain.commit import Operation, WriteStat
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.errors import ExecutionError, TableError, TimelineError
-from hudi_clusterd.io.avro_schema import arrow_to_avro_json
-from hudi_clusterd.io.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds
-from hudi_clusterd.io.markers import marker_dir
-from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.io.write_client import (
+from hudi_clusterd.engine.ingest.write_client import (
     WRITER_KEY,
     abort,
     complete_commit,
@@ -25,6 +20,11 @@ from hudi_clusterd.io.write_client import (
     rollback_failed_writes,
     start_commit,
 )
+from hudi_clusterd.errors import ExecutionError, TableError, TimelineError
+from hudi_clusterd.io.avro_schema import arrow_to_avro_json
+from hudi_clusterd.io.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds
+from hudi_clusterd.io.markers import marker_dir
+from hudi_clusterd.io.table import HoodieTable
 
 DATA = pa.schema([("id", pa.int64())])
 SCHEMA = arrow_to_avro_json(DATA, "t")

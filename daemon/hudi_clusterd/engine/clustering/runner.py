@@ -19,24 +19,24 @@ import structlog
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
-from hudi_clusterd.engine.exchange import SortedRuns, ranges_per_partition
-from hudi_clusterd.engine.scan import GroupScan, ScanFile
-from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session, is_connect_session
-from hudi_clusterd.engine.sizing import output_bytes_per_row, output_file_groups
-from hudi_clusterd.engine.sorting import exchange_layout, sort_for_layout
-from hudi_clusterd.engine.writer import (
+from hudi_clusterd.engine.clustering.exchange import SortedRuns, ranges_per_partition
+from hudi_clusterd.engine.clustering.scan import GroupScan, ScanFile
+from hudi_clusterd.engine.clustering.sizing import output_bytes_per_row, output_file_groups
+from hudi_clusterd.engine.clustering.sorting import exchange_layout, sort_for_layout
+from hudi_clusterd.engine.files import (
     executor_base_path,
     literal_read_path,
     spark_arrow_schema,
     spark_error_message,
     write_file_groups,
 )
+from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session, is_connect_session
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.avro_schema import FILE_NAME_FIELD, PARTITION_PATH_FIELD, arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.io.base_file_writer import DEFAULT_ROW_GROUP_BYTES, BaseFileWriteSpec
 from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.layout.figures import clustering_figures, snapshot_ratio
 from hudi_clusterd.ops.execute import Engine
-from hudi_clusterd.ops.layout import clustering_figures, snapshot_ratio
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

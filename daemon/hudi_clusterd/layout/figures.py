@@ -9,8 +9,8 @@ import structlog
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.errors import ClusterdError
-from hudi_clusterd.io.layout import LayoutReport, files_scanned_ratio, layout_report, read_boxes
 from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.layout.quality import LayoutReport, files_scanned_ratio, layout_report, read_boxes
 
 log = structlog.get_logger(__name__)
 

@@ -32,14 +32,14 @@ import numpy as np
 import pyarrow as pa
 import structlog
 
-from hudi_clusterd.domain.layout import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.errors import PlanError
+from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from hudi_clusterd.engine.exchange import RangeKeys, SortedRuns
-    from hudi_clusterd.engine.scan import GroupScan
+    from hudi_clusterd.engine.clustering.exchange import RangeKeys, SortedRuns
+    from hudi_clusterd.engine.clustering.scan import GroupScan
 
 log = structlog.get_logger(__name__)
 
@@ -62,7 +62,7 @@ class CurvePartitioning:
 
     def keys(self, columns: Sequence[pa.Array]) -> np.ndarray:
         """Curve keys of a batch of sort-column values, ``(n, width)`` ``uint8``."""
-        from hudi_clusterd.engine import curves
+        from hudi_clusterd.layout import curves
 
         return curves.curve_keys(columns, self.strategy, self.boundaries)
 
@@ -70,7 +70,7 @@ class CurvePartitioning:
         """Range partition of each key (``int32``). ``words``: the keys' `curves.keys_to_words`, when the caller
         has them. Keys of one word (up to 8 bytes: two to four sampled dimensions) are searched among ``int64``
         split words, several times faster than among byte strings, in the same order."""
-        from hudi_clusterd.engine import curves
+        from hudi_clusterd.layout import curves
 
         if not self.split_keys:
             return np.zeros(keys.shape[0], np.int32)
@@ -152,7 +152,7 @@ def plan_curve_partitioning(
     ``df``'s row count when the caller knows it already (one job fewer). ``scan``: the files ``df`` reads,
     to draw the sample from the sort columns read with pyarrow (`_scan_sample`) instead of Spark's reader.
     """
-    from hudi_clusterd.engine import curves
+    from hudi_clusterd.layout import curves
 
     names = list(sort_columns)
     count = len(names)
@@ -245,7 +245,7 @@ def with_layout_key(
     from pyspark.sql import types as T
     from pyspark.sql.pandas.functions import arrow_udf
 
-    from hudi_clusterd.engine import curves
+    from hudi_clusterd.layout import curves
 
     count = len(sort_columns)
     words = key_fields(count, partitioning)
@@ -336,7 +336,7 @@ def _log_curve(partitioning: CurvePartitioning, columns: Sequence[str], build_me
 
 def range_keys(partitioning: CurvePartitioning, sort_columns: Sequence[str]) -> RangeKeys:
     """The `exchange.RangeKeys` of a layout: each row's range and its full layout key as ``int64`` words."""
-    from hudi_clusterd.engine import curves
+    from hudi_clusterd.layout import curves
 
     names = list(sort_columns)
 
@@ -350,7 +350,7 @@ def range_keys(partitioning: CurvePartitioning, sort_columns: Sequence[str]) -> 
 
 def key_words(dims: int, partitioning: CurvePartitioning) -> int:
     """``int64`` words of a full layout key (`curves.keys_to_words`): linear keys take 8 bytes per column."""
-    from hudi_clusterd.engine import curves
+    from hudi_clusterd.layout import curves
 
     if partitioning.strategy is LayoutStrategy.LINEAR:
         return dims
@@ -373,7 +373,7 @@ def exchange_layout(
     binaries, wide decimals: use `sort_for_layout`). ``df`` reads the same files as ``scan`` (it is sampled
     and validated); each partition is cut into ``ranges_per_partition`` ranges, the unit the writer holds in
     memory. Raises `PlanError` as `sort_for_layout` does."""
-    from hudi_clusterd.engine.exchange import exchange
+    from hudi_clusterd.engine.clustering.exchange import exchange
 
     _validate(df, sort_columns, sample_size, num_partitions)
     if ranges_per_partition < 1:

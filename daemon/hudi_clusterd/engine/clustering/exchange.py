@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-    from hudi_clusterd.engine.scan import BatchFunction, GroupScan
+    from hudi_clusterd.engine.clustering.scan import GroupScan
+    from hudi_clusterd.engine.files import BatchFunction
 
 MIB = 1024 * 1024
 FLUSH_BYTES = 64 * MIB

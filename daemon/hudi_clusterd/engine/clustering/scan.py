@@ -14,7 +14,7 @@ what the failed attempt read. Data never passes through the driver.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from hudi_clusterd.engine.files import BatchFunction
+
 BATCH_ROWS = 10_000
 """Rows per batch read from a file (Spark's own ``arrow.maxRecordsPerBatch`` default)."""
 SPLIT_BYTES = 128 * 1024 * 1024
@@ -35,7 +37,6 @@ SPLIT_BYTES = 128 * 1024 * 1024
 TASKS_PER_CORE = 2
 """At least this many tasks per core, so a task that draws larger files does not leave a core idle at the end."""
 
-BatchFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 """A ``mapInArrow`` function: what a task does with its batches (runs in the Python workers)."""
 
 

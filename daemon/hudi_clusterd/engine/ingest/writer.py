@@ -1,31 +1,26 @@
 """Spark jobs that write new file groups of a Hudi v6 copy-on-write table.
 
-Two levels:
-
-- ``write_file_groups(df, spec)``: the core, shared with clustering. ``df`` is already partitioned and ordered
-  the way files should be laid out (each Spark partition holds rows grouped by partition path) and carries
-  ``_hoodie_partition_path`` and ``_hoodie_record_key`` (plus ``_hoodie_commit_time``/``_hoodie_commit_seqno``
-  when ``spec.preserve_meta_fields``). Every Spark task writes its rows into new file groups with
-  ``mapInArrow`` (``hudi_clusterd.io.base_file_writer``); data never passes through the driver, only one small
-  stat row per file comes back, and the result is the commit's write stats.
-- ``insert(spark, table, df, operation=...)``: an ingestion commit. Computes record keys and partition paths
-  (``hudi_clusterd.engine.keygen``), casts the data to the table's schema (or refuses it, naming the column),
-  deduplicates by record key for ``insert``, sorts by partition path (``bulk_insert``: and record key), and
-  runs the commit protocol of ``hudi_clusterd.io.write_client`` around the write.
+``insert(spark, table, df, operation=...)`` is one ingestion commit: it computes record keys and partition paths
+(``hudi_clusterd.engine.ingest.keygen``), casts the data to the table's schema (or refuses it, naming the
+column), deduplicates by record key for ``insert``, sorts by partition path (``bulk_insert``: and record key),
+writes the files with ``hudi_clusterd.engine.files.write_file_groups`` and runs the commit protocol of
+``hudi_clusterd.engine.ingest.write_client`` around the write.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, NoReturn
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import structlog
 
-from hudi_clusterd.domain.commit import Operation, WriteStat
+from hudi_clusterd.domain.commit import Operation
 from hudi_clusterd.domain.timeline import Timeline
+from hudi_clusterd.engine.files import executor_base_path, spark_arrow_schema, spark_error_message, write_file_groups
+from hudi_clusterd.engine.ingest.write_client import WriteHandle, abort, complete_commit, start_commit
 from hudi_clusterd.errors import ClusterdError, ExecutionError, TableError
 from hudi_clusterd.io.avro_schema import (
     META_FIELDS,
@@ -40,68 +35,16 @@ from hudi_clusterd.io.avro_schema import (
 from hudi_clusterd.io.base_file_writer import (
     DEFAULT_COMPRESSION,
     DEFAULT_MAX_FILE_BYTES,
-    BaseFileTaskWriter,
     BaseFileWriteSpec,
-    TaskIds,
-    WrittenFile,
 )
-from hudi_clusterd.io.storage import Storage
 from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
-from hudi_clusterd.io.write_client import WriteHandle, abort, complete_commit, start_commit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from hudi_clusterd.engine.scan import BatchFunction
-
 log = structlog.get_logger(__name__)
 
 OPERATIONS = {"insert": Operation.INSERT, "bulk_insert": Operation.BULK_INSERT}
-_STAT_FIELDS = [("file_id", pa.string()), ("path", pa.string()), ("partition_path", pa.string()),
-                ("num_rows", pa.int64()), ("size", pa.int64()), ("create_time_ms", pa.int64())]
-_STAT_SCHEMA = pa.schema(_STAT_FIELDS)
-_STAT_DDL = "file_id string, path string, partition_path string, num_rows long, size long, create_time_ms long"
-
-
-def executor_base_path(storage: Storage) -> str:
-    """The base path as executors should open it: absolute for local tables, the URI otherwise."""
-    return storage.full_path() if storage.is_local else storage.base_uri
-
-
-# --- the core: one file group per task (and per partition path), rolled over at the size target --------------
-
-def write_file_groups(df: DataFrame, spec: BaseFileWriteSpec, decode: BatchFunction | None = None
-                      ) -> list[WriteStat]:
-    """Write ``df`` into new file groups of instant ``spec.instant_time``; returns one write stat per file.
-
-    The caller owns the instant (requested/inflight before, commit or rollback after) and the layout of ``df``:
-    rows of one partition path must be contiguous within each Spark partition, in the order to be stored.
-    ``decode``, when given, turns each task's batches of ``df`` into those rows first (`exchange`'s runs)."""
-
-    def write_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        ids = TaskIds(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId()) if ctx else TaskIds(0, 0, 0)
-        rows = batches if decode is None else decode(batches)
-        for written in BaseFileTaskWriter(spec, ids).write(rows):
-            yield pa.RecordBatch.from_pylist([{
-                "file_id": written.file_id, "path": written.path, "partition_path": written.partition_path,
-                "num_rows": written.num_rows, "size": written.size, "create_time_ms": written.create_time_ms,
-            }], schema=_STAT_SCHEMA)
-
-    rows = df.mapInArrow(write_task, _STAT_DDL).collect()
-    return [WrittenFile(r["file_id"], r["path"], r["partition_path"], int(r["num_rows"]), int(r["size"]),
-                        int(r["create_time_ms"])).to_write_stat() for r in rows]
-
-
-# --- schemas -----------------------------------------------------------------------------------------------
-
-def spark_arrow_schema(df: DataFrame) -> pa.Schema:
-    """The normalised Arrow schema of a DataFrame (what its rows become in a base file)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return normalize_arrow_schema(to_arrow_schema(df.schema, timezone="UTC"))
 
 
 def table_data_schema(table: HoodieTable, timeline: Timeline | None = None) -> pa.Schema | None:
@@ -155,7 +98,7 @@ def prepare_insert(df: DataFrame, table: HoodieTable, target: pa.Schema | None) 
 
     Meta columns in ``df`` are dropped. Refuses data that does not fit ``target`` (the table's schema), and
     key or partition fields that are not columns."""
-    from hudi_clusterd.engine.keygen import KeySpec, partition_path_column, record_key_column
+    from hudi_clusterd.engine.ingest.keygen import KeySpec, partition_path_column, record_key_column
 
     data = df.select(*[df[c] for c in df.columns if c not in META_FIELDS])
     incoming = spark_arrow_schema(data)
@@ -191,15 +134,6 @@ def _layout(rows: DataFrame, operation: str, partitions: int) -> DataFrame:
     return spread.sortWithinPartitions(*keys)
 
 
-_GLOB_CHARS = frozenset("\\[]{}*?")
-
-
-def literal_read_path(path: str) -> str:
-    """``path`` escaped so that Spark's reader, which expands Hadoop glob patterns, reads exactly that file
-    (partition values may hold ``[``, ``{``, ``*``, ``?`` or ``\\``)."""
-    return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
-
-
 def abort_and_raise(table: HoodieTable, handle: WriteHandle, operation: str, e: BaseException) -> NoReturn:
     """Roll back a failed write's instant, then re-raise: our own errors (and interrupts) as they are, anything
     else as an ``ExecutionError`` that names the table, the instant and Spark's message."""
@@ -212,22 +146,6 @@ def abort_and_raise(table: HoodieTable, handle: WriteHandle, operation: str, e: 
         raise e
     raise ExecutionError(f"{operation} into {table.base_path} (instant {handle.instant_time}) failed and was "
                          f"rolled back: {spark_error_message(e)}") from e
-
-
-def spark_error_message(e: BaseException) -> str:
-    """The useful line of a Spark failure: our ``raise_error`` messages, else the first line, or for a bare
-    Py4J wrapper ("An error occurred while calling ...") the innermost Java cause, which names the file."""
-    text = str(e)
-    lines = text.splitlines()
-    for line in lines:
-        if "USER_RAISED_EXCEPTION" in line or "record key" in line:
-            return line.strip()
-    first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
-    if first.startswith("An error occurred while calling"):
-        causes = [ln.strip()[len("Caused by:"):].strip() for ln in lines if ln.strip().startswith("Caused by:")]
-        if causes:
-            return causes[-1]
-    return first
 
 
 def insert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, operation: str = "insert",

@@ -24,7 +24,8 @@ def snapshot(spark: SparkSession, table: HoodieTable, as_of: str | None = None) 
 
     A table without committed files gives an empty DataFrame with the table's schema when it is known
     (and no columns otherwise)."""
-    from hudi_clusterd.engine.writer import literal_read_path, table_data_schema
+    from hudi_clusterd.engine.files import literal_read_path
+    from hudi_clusterd.engine.ingest.writer import table_data_schema
 
     timeline = table.timeline()
     files = table.file_system_view(timeline).latest_base_files(as_of=as_of)

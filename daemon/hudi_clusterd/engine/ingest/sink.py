@@ -15,7 +15,7 @@ Exactly-once across crashes rests on three things:
   back at once, so the replayed batch is written again cleanly.
 
 The table is created on first use when absent (record key required then). ``operation="upsert"`` merges
-each micro-batch into the table (``hudi_clusterd.engine.upsert``); with
+each micro-batch into the table (``hudi_clusterd.engine.ingest.upsert``); with
 ``reject_updates_to_pending_clustering`` a batch that updates file groups under a pending clustering plan fails
 (Hudi's default behaviour for streaming writers) instead of winning over the clustering.
 """
@@ -31,10 +31,10 @@ import structlog
 
 from hudi_clusterd.domain.instant import Action, Instant
 from hudi_clusterd.domain.table_config import TableConfig
+from hudi_clusterd.engine.ingest.write_client import rollback_failed_writes
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError, TableError
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json, sanitize_name
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.io.write_client import rollback_failed_writes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -113,8 +113,8 @@ class HudiStreamingSink:
         self._last_batch: dict[str, int | None] = {}
 
     def __call__(self, batch_df: DataFrame, batch_id: int) -> None:
-        from hudi_clusterd.engine.upsert import upsert
-        from hudi_clusterd.engine.writer import insert
+        from hudi_clusterd.engine.ingest.upsert import upsert
+        from hudi_clusterd.engine.ingest.writer import insert
 
         spark = batch_df.sparkSession
         identifier = self._identifier(spark)
@@ -174,7 +174,7 @@ class HudiStreamingSink:
             return self._table
         if not self.record_key:
             raise ConfigError(f"{self.base_path}: the table does not exist yet; a record key is needed to create it")
-        from hudi_clusterd.engine.writer import spark_arrow_schema
+        from hudi_clusterd.engine.files import spark_arrow_schema
 
         name = self.table_name or sanitize_name(os.path.basename(self.base_path.rstrip("/")) or "hudi_table")
         config = TableConfig.for_new_table(

@@ -38,6 +38,7 @@ from hudi_clusterd.domain.commit import Operation, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
 from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.timeline import Timeline
+from hudi_clusterd.engine.ingest.write_client import complete_commit, start_commit
 from hudi_clusterd.errors import CommitConflictError, ExecutionError, UnsupportedTableError
 from hudi_clusterd.io.avro_schema import (
     COMMIT_SEQNO_FIELD,
@@ -53,7 +54,6 @@ from hudi_clusterd.io.base_file_writer import (
     BaseFileWriteSpec,
 )
 from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
-from hudi_clusterd.io.write_client import complete_commit, start_commit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -209,7 +209,7 @@ def _merge_rows(spark: SparkSession, table: HoodieTable, tagged: DataFrame, merg
 def _insert_rows(tagged: DataFrame, schema: pa.Schema, partitions: int) -> DataFrame:
     from pyspark.sql import functions as F
 
-    from hudi_clusterd.engine.writer import _layout
+    from hudi_clusterd.engine.ingest.writer import _layout
 
     inserts = tagged.filter(F.col(FILE_ID_COLUMN).isNull())
     laid_out = _layout(inserts, Operation.INSERT, partitions)
@@ -261,13 +261,12 @@ def upsert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, extra_meta
     file group was rewritten concurrently (rolled back); ``ExecutionError`` for Spark failures (rolled back)."""
     from pyspark import StorageLevel
 
-    from hudi_clusterd.engine.writer import (
+    from hudi_clusterd.engine.files import executor_base_path, write_file_groups
+    from hudi_clusterd.engine.ingest.writer import (
         _output_partitions,
         abort_and_raise,
-        executor_base_path,
         prepare_insert,
         table_data_schema,
-        write_file_groups,
     )
 
     config = table.config

@@ -1,0 +1,1 @@
+"""Ingestion: the commit protocol of a write, inserts, upserts, the streaming sink and snapshot reads."""
