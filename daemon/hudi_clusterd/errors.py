@@ -39,6 +39,10 @@ class UnsupportedTableError(TableError):
     """The table exists but uses a layout or feature this daemon refuses to touch."""
 
 
+class BloomFilterError(TableError):
+    """A bloom filter cannot be built, or a footer's filter cannot be decoded (the message says which part)."""
+
+
 class TimelineError(ClusterdError):
     """The timeline is inconsistent (a bad instant name, a transition from a missing state)."""
 
