@@ -1,0 +1,1 @@
+"""Interoperability tests against real Apache Hudi (released Spark bundles) run by the harness."""
