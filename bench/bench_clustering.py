@@ -89,8 +89,9 @@ from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields  
 from hudi_clusterd.io.base_file_writer import BaseFileWriteSpec  # noqa: E402
 from hudi_clusterd.io.table import HoodieTable  # noqa: E402
 from hudi_clusterd.layout.quality import files_scanned_ratio  # noqa: E402
-from hudi_clusterd.ops.execute import execute  # noqa: E402
+from hudi_clusterd.ops.execute import execute_pending, group_inputs  # noqa: E402
 from hudi_clusterd.ops.schedule import schedule  # noqa: E402
+from hudi_clusterd.ops.snapshot import TableSnapshot  # noqa: E402
 from procstats import CpuMeter, proc_table  # noqa: E402
 
 COLUMNS = ("lat", "lon")
@@ -343,7 +344,7 @@ def run_ours(runner: SparkGroupRunner, table_path: Path, policy: ClusteringPolic
         if scheduled.instant is None or scheduled.plan is None:
             raise SystemExit(f"nothing scheduled on {table_path}: {scheduled.reason}")
         groups = len(scheduled.plan.input_groups)
-        result = execute(table, policy, runner, scheduled.instant)
+        result = execute_pending(table, runner, scheduled.instant, parallelism=policy.max_parallelism)
         end = time.perf_counter()
     if result.outcome != "completed":
         raise SystemExit(f"clustering {scheduled.instant} on {table_path}: {result.outcome}: {result.message}")
@@ -449,13 +450,14 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
     plan = scheduled.plan
     assert plan is not None
     columns = ("lat", "lon")
-    files = runner.group_files(table, plan, 0)
-    df = runner.read_group(table, plan, 0, files)
+    snapshot = TableSnapshot.load(table)
+    files = runner.scan_files(table, group_inputs(snapshot, plan)[0])
+    df = runner.read_group(table, files)
     scan = GroupScan(spark, executor_base_path(table.storage), tuple(files), df.schema)
     data_schema = strip_meta_fields(spark_arrow_schema(df))
     rows = timed("count", df.count)
     shape = timed("output sizing (sample)", lambda: runner.output_shape(
-        table, plan, 0, rows, policy.target_file_max_bytes, sum(f.size for f in files)))
+        table, plan, 0, rows, sum(f.size for f in files)))
     n_out = shape.partitions
     per_partition = ranges_per_partition(rows, n_out, shape.memory_bytes_per_row)
     partitioning = timed("sample + split keys (sample job)", lambda: plan_curve_partitioning(

@@ -1,8 +1,9 @@
 """Command-line entry point: ``hudi-clusterd <command> ...`` (also ``python -m hudi_clusterd``).
 
 Each sub-command lives in its own module under ``hudi_clusterd.commands`` and exposes ``register(subparsers)``.
-Errors of the daemon's own hierarchy are printed as one line (``error: ...``) with exit code 1, never as a
-traceback; ``--debug`` shows the traceback as well.
+Errors of the daemon's own hierarchy are printed as one line (``error: ...``), never as a traceback (``--debug``
+shows it as well), with the exit code of ``hudi_clusterd.exit_codes``: 3 for configuration errors, 4 for an
+unusable table, 1 for any other failure.
 """
 
 from __future__ import annotations
@@ -20,14 +21,13 @@ from hudi_clusterd.errors import ClusterdError, ConfigError, TableError
 from hudi_clusterd.exit_codes import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_SIGNAL_FORCED, EXIT_TABLE
 from hudi_clusterd.runtime.logging import configure_logging
 
-# Sub-command modules, in the order ``--help`` lists them.
+# Sub-command modules, in the order ``--help`` lists them (``execute`` registers ``execute`` and ``cluster``).
 COMMANDS = (
     "status",
     "ingest",
     "schedule",
     "plans",
     "execute",
-    "cluster",
     "rollback",
     "layout",
     "run",
@@ -50,13 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log lines as JSON or for a console (default: JSON unless stderr is a terminal)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"hudi_clusterd.commands.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"hudi_clusterd.commands.{name}":
-                continue  # a command not built into this version
-            raise
-        module.register(sub)
+        importlib.import_module(f"hudi_clusterd.commands.{name}").register(sub)
     return parser
 
 

@@ -37,18 +37,17 @@ and its default, and :func:`hudi_clusterd.domain.policy.policy_reference` for th
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError
 from hudi_clusterd.io.java_properties import parse_properties_document
+from hudi_clusterd.settings_keys import DAEMON_KEYS, LogFormat, WatchMode, settings_reference
 
 __all__ = [
     "LogFormat",
@@ -64,24 +63,6 @@ _PREFIX = "clusterd."
 _TABLE_PREFIX = "clusterd.table."
 _SPARK_CONF_PREFIX = "clusterd.spark.conf."
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-_LOG_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "WARNING",
-               "ERROR": "ERROR", "CRITICAL": "CRITICAL"}  # fmt: skip
-_METRICS_OFF = frozenset({"", "off", "none", "disabled"})
-
-
-class WatchMode(StrEnum):
-    """How timeline changes are noticed: file-system events (with polling as a safety net) or polling only."""
-
-    EVENTS = "events"
-    POLLING = "polling"
-
-
-class LogFormat(StrEnum):
-    """Log rendering: ``auto`` is console on a terminal and JSON otherwise."""
-
-    AUTO = "auto"
-    JSON = "json"
-    CONSOLE = "console"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,113 +104,6 @@ class Settings:
     def spark_conf_dict(self) -> dict[str, str]:
         """``clusterd.spark.conf.*`` as a fresh dict of Spark keys."""
         return dict(self.spark_conf)
-
-
-# --- daemon keys ---
-
-
-def _positive_seconds(raw: str) -> float:
-    return _seconds(raw, allow_zero=False)
-
-
-def _non_negative_seconds(raw: str) -> float:
-    return _seconds(raw, allow_zero=True)
-
-
-def _seconds(raw: str, *, allow_zero: bool) -> float:
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"must be {'>= 0' if allow_zero else '> 0'}, got {raw.strip()}")
-    return value
-
-
-def _metrics_address(raw: str) -> tuple[str, int] | None:
-    text = raw.strip()
-    if text.lower() in _METRICS_OFF:
-        return None
-    match = re.fullmatch(r"\[([^\]]+)\]:(\d+)|([^:\[\]]+):(\d+)", text)
-    if not match:
-        raise ValueError(f"must be host:port, [ipv6]:port or off, got {raw!r}")
-    host = match.group(1) or match.group(3)
-    port = int(match.group(2) or match.group(4))
-    if port > 65535:
-        raise ValueError(f"port must be 0..65535, got {port}")
-    return host, port
-
-
-def _non_empty(raw: str) -> str:
-    if not raw.strip():
-        raise ValueError("must not be empty")
-    return raw.strip()
-
-
-def _log_level(raw: str) -> str:
-    level = _LOG_LEVELS.get(raw.strip().upper())
-    if level is None:
-        raise ValueError(f"must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got {raw!r}")
-    return level
-
-
-def _enum(enum: type[StrEnum]) -> Callable[[str], Any]:
-    def parse(raw: str) -> Any:
-        for member in enum:
-            if member.value == raw.strip().lower():
-                return member
-        raise ValueError(f"must be one of {', '.join(m.value for m in enum)}, got {raw!r}")
-
-    return parse
-
-
-@dataclass(frozen=True, slots=True)
-class _Key:
-    field: str
-    default: str
-    parse: Callable[[str], Any]
-    description: str
-
-
-_KEYS: dict[str, _Key] = {
-    "clusterd.metrics.address": _Key(
-        "metrics_address", "127.0.0.1:9464", _metrics_address,
-        "host:port of the Prometheus /metrics endpoint ([ipv6]:port accepted; port 0 picks a free one); "
-        "off disables it."),
-    "clusterd.spark.master": _Key("spark_master", "local[*]", _non_empty, "Spark master URL."),
-    "clusterd.poll.interval.seconds": _Key(
-        "poll_interval_seconds", "10", _positive_seconds,
-        "Seconds between full timeline checks of every table (the safety net under file-system events)."),
-    "clusterd.watch.mode": _Key(
-        "watch_mode", "events", _enum(WatchMode),
-        "events (file-system events plus the periodic check) or polling (the periodic check only)."),
-    "clusterd.shutdown.grace.seconds": _Key(
-        "shutdown_grace_seconds", "60", _non_negative_seconds,
-        "On the first SIGTERM/SIGINT, how long running clustering groups may take to finish."),
-    "clusterd.log.level": _Key("log_level", "INFO", _log_level, "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
-    "clusterd.log.format": _Key(
-        "log_format", "auto", _enum(LogFormat), "auto (console on a terminal, JSON otherwise), json or console."),
-    "clusterd.lock.timeout.seconds": _Key(
-        "lock_timeout_seconds", "60", _non_negative_seconds,
-        "How long to wait for a table lock before giving up for this round."),
-    "clusterd.lock.stale.seconds": _Key(
-        "lock_stale_seconds", "120", _positive_seconds,
-        "A lock whose holder has not refreshed it for this long is considered abandoned."),
-}  # fmt: skip
-_PATTERN_KEYS: tuple[tuple[str, str | None, str], ...] = (
-    ("clusterd.tables", None, "Comma-separated names of the tables to serve."),
-    ("clusterd.table.<name>.base.path", None,
-     "Base path of table <name> (a local path or a URI); relative paths are relative to the settings file."),
-    ("clusterd.table.<name>.hoodie.<key>", None, "Overrides the default hoodie.<key> for table <name> only."),
-    ("clusterd.spark.conf.<key>", None, "Passed to Spark as <key>."),
-)  # fmt: skip
-
-
-def settings_reference() -> list[tuple[str, str | None, str]]:
-    """``(key, default, description)`` for every ``clusterd.*`` key (``None`` = no default)."""
-    rows = list(_PATTERN_KEYS)
-    rows.extend((key, spec.default, spec.description) for key, spec in _KEYS.items())
-    return rows
 
 
 # --- loading ---
@@ -295,7 +169,7 @@ def settings_from_properties(
             warnings.append(f"{key}: neither a hoodie.* nor a clusterd.* key; ignored")
 
     values: dict[str, Any] = {}
-    for key, spec in _KEYS.items():
+    for key, spec in DAEMON_KEYS.items():
         raw = merged.get(key, spec.default)
         try:
             values[spec.field] = spec.parse(raw)
@@ -307,7 +181,7 @@ def settings_from_properties(
     table_paths: dict[str, tuple[str, bool]] = {}
     table_overrides: dict[str, dict[str, str]] = {}
     for key, value in merged.items():
-        if not key.startswith(_PREFIX) or key in _KEYS or key == "clusterd.tables":
+        if not key.startswith(_PREFIX) or key in DAEMON_KEYS or key == "clusterd.tables":
             continue
         if key.startswith(_SPARK_CONF_PREFIX) and len(key) > len(_SPARK_CONF_PREFIX):
             spark_conf.append((key[len(_SPARK_CONF_PREFIX) :], value.strip()))
@@ -422,6 +296,6 @@ def _path_identity(base_path: str) -> str:
 
 
 def _did_you_mean(key: str) -> str:
-    candidates = [*_KEYS, "clusterd.tables"]
+    candidates = [*DAEMON_KEYS, "clusterd.tables"]
     near = difflib.get_close_matches(key, candidates, n=1, cutoff=0.8)
     return f" (did you mean {near[0]}?)" if near else ""

@@ -35,6 +35,7 @@ from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import CommitConflictError
 from hudi_clusterd.io.avro import decode_requested_replace
+from hudi_clusterd.io.bloom import BloomSettings
 from hudi_clusterd.io.lock import LOCK_FILE, TableLock
 from hudi_clusterd.io.table import HoodieTable
 from tests.integration.daemon_harness import write_props
@@ -50,7 +51,11 @@ POLICY: dict[str, str] = {
     "hoodie.clustering.plan.strategy.small.file.limit": "6000",  # ingestion files are ~4.4 KB
     "hoodie.clustering.plan.strategy.target.file.max.bytes": "8000",  # clustered files end above the limit
     "hoodie.clustering.plan.strategy.max.bytes.per.group": "24000",  # ~5 small files per group
+    # bloom filters sized for these tiny files (Hudi's default one is a fixed 431 KB per file)
+    "hoodie.index.bloom.num_entries": "100",
+    "hoodie.index.bloom.fpp": "0.01",
 }
+TINY_BLOOM = BloomSettings(num_entries=100, fpp=0.01)
 
 Event = dict[str, Any]
 
@@ -266,7 +271,8 @@ class Ingestor:
         for attempt in range(self.MAX_RETRIES + 1):
             df = self.spark.createDataFrame(rows, "id long, v long, x double, part string")
             try:
-                instant = do_upsert(self.spark, self.table, df) if upsert else insert(self.spark, self.table, df)
+                instant = (do_upsert(self.spark, self.table, df, bloom=TINY_BLOOM) if upsert
+                           else insert(self.spark, self.table, df, bloom=TINY_BLOOM))
             except CommitConflictError:
                 if attempt == self.MAX_RETRIES:
                     raise
@@ -602,13 +608,13 @@ def recover_with_execute(spark: Any, base: Path, policy: ClusteringPolicy) -> li
     run every pending plan. Returns the outcomes."""
     from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
     from hudi_clusterd.layout.figures import clustering_figures
-    from hudi_clusterd.ops.execute import execute
+    from hudi_clusterd.ops.execute import execute_pending
 
     table = HoodieTable.open(str(base), lock_stale_s=LOCK_STALE_S, lock_timeout_s=120)
-    runner = SparkGroupRunner(spark)
+    runner = SparkGroupRunner(spark, owns_session=False)
     outcomes: list[str] = []
     for _ in range(10):
-        result = execute(table, policy, runner, layout=clustering_figures)
+        result = execute_pending(table, runner, parallelism=policy.max_parallelism, figures=clustering_figures)
         if result.outcome == "skipped":
             break
         outcomes.append(result.outcome)

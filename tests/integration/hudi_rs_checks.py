@@ -99,3 +99,10 @@ def assert_no_orphan_files(base: Path) -> int:
                      if not (rel := f.relative_to(base).as_posix()).startswith(".hoodie") and rel not in referenced)
     assert not orphans, f"{len(orphans)} orphan data file(s), named by no completed commit: {orphans[:5]}"
     return len(referenced)
+
+
+def data_bytes(path: Path) -> int:
+    """A base file's size without Hudi's bloom filter footer (a fixed ~431 KB that the size target leaves out,
+    as Hudi's own writer does)."""
+    meta = pq.read_metadata(path).metadata or {}
+    return path.stat().st_size - len(meta.get(b"org.apache.hudi.bloomfilter", b""))

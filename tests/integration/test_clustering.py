@@ -20,8 +20,10 @@ from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.layout.figures import clustering_figures
-from hudi_clusterd.ops.execute import ExecutionResult, GroupRunner, execute
+from hudi_clusterd.ops.execute import ExecutionResult, execute_pending
+from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
+from tests.integration.hudi_rs_checks import data_bytes
 from tests.tablegen import TableGen
 
 pytestmark = pytest.mark.spark
@@ -38,7 +40,7 @@ def policy(**props: str) -> ClusteringPolicy:
 def runner(spark: Any) -> GroupRunner:
     from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
 
-    return SparkGroupRunner(spark)
+    return SparkGroupRunner(spark, owns_session=False)
 
 
 def hudi_rs_rows(base: Path, as_of: str | None = None) -> list[dict[str, Any]]:
@@ -94,7 +96,8 @@ def last_commit(table: HoodieTable) -> str:
 def run(table: HoodieTable, pol: ClusteringPolicy, runner: GroupRunner, **kw: Any) -> ExecutionResult:
     scheduled = schedule(table, pol, force=True)
     assert scheduled.instant is not None, scheduled.reason
-    return execute(table, pol, runner, scheduled.instant, layout=clustering_figures, **kw)
+    return execute_pending(table, runner, scheduled.instant, parallelism=pol.max_parallelism,
+                           figures=clustering_figures, **kw)
 
 
 @pytest.mark.parametrize("strategy", ["LINEAR", "HILBERT"])
@@ -113,9 +116,9 @@ def test_cluster_gzip_input_output_files_near_target_without_remainders(tmp_path
     assert with_plan.plan is not None and with_plan.instant is not None
     planned = sum(g.num_output_file_groups for g in with_plan.plan.input_groups)
     # When clustered
-    result = execute(gen.table, pol, runner, with_plan.instant)
+    result = execute_pending(gen.table, runner, with_plan.instant, parallelism=pol.max_parallelism)
     assert result.outcome == "completed"
-    sizes = sorted(f.stat().st_size for f in (tmp_path / "t").glob(f"*_{result.instant}.parquet"))
+    sizes = sorted(data_bytes(f) for f in (tmp_path / "t").glob(f"*_{result.instant}.parquet"))
     # Then no file passes the target, none is a small remainder, and the count follows the output's bytes
     assert all(s <= 1.1 * target for s in sizes), sizes
     assert all(s >= 0.7 * target for s in sizes[1:]), sizes
@@ -155,7 +158,7 @@ def test_cluster_linear_keeps_every_row_and_meta_and_orders_output(tmp_path: Pat
             path = base / ws["path"]
             assert path.exists() and ws["fileSizeInBytes"] == path.stat().st_size
             assert ws["numWrites"] == pq.ParquetFile(path).metadata.num_rows
-            assert path.stat().st_size <= 1.1 * target
+            assert data_bytes(path) <= 1.1 * target
             prefix = ws["fileId"].rsplit("-", 1)[0]
             by_task.setdefault(prefix, []).append(path)
     for paths in by_task.values():  # one Spark task's file groups, in roll-over order, are one sorted run
@@ -215,14 +218,17 @@ class FailingRunner:
     def __init__(self, inner: GroupRunner) -> None:
         self.inner = inner
 
-    def run_group(self, table: HoodieTable, instant: str, plan: Any, index: int, pol: ClusteringPolicy) -> Any:
+    def run_group(self, table: HoodieTable, instant: str, plan: Any, index: int, files: Any) -> Any:
         if index == 1:
             time.sleep(0.2)
             raise RuntimeError("disk on fire")
-        return self.inner.run_group(table, instant, plan, index, pol)
+        return self.inner.run_group(table, instant, plan, index, files)
 
     def cancel(self, table: HoodieTable, instant: str) -> None:
         self.inner.cancel(table, instant)
+
+    def close(self) -> None:
+        return None
 
 
 def test_failed_group_rolls_back_keeps_plan_and_retry_completes(tmp_path: Path, runner: GroupRunner) -> None:
@@ -232,12 +238,12 @@ def test_failed_group_rolls_back_keeps_plan_and_retry_completes(tmp_path: Path, 
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.instant is not None and scheduled.plan is not None and len(scheduled.plan.input_groups) == 2
     with pytest.raises(ExecutionError, match="disk on fire"):
-        execute(gen.table, pol, FailingRunner(runner), scheduled.instant)
+        execute_pending(gen.table, FailingRunner(runner), scheduled.instant, parallelism=pol.max_parallelism)
     assert hudi_rs_rows(gen.base) == before
     assert not [f for f in data_files(gen.base) if scheduled.instant in f.name]  # group 0's files rolled back
     pending = gen.table.pending_clustering_plans()
     assert [(p.instant.time, p.instant.state.name) for p in pending] == [(scheduled.instant, "REQUESTED")]
-    result = execute(gen.table, pol, runner)  # the oldest pending plan
+    result = execute_pending(gen.table, runner, parallelism=pol.max_parallelism)  # the oldest pending plan
     assert result.outcome == "completed" and result.instant == scheduled.instant
     assert without_file_name(hudi_rs_rows(gen.base)) == without_file_name(before)
     assert_no_orphans(gen.base)
@@ -251,7 +257,7 @@ def test_ingestion_wins_conflict_and_plan_is_dropped(tmp_path: Path, runner: Gro
     partition, file_id = scheduled.plan.group_ids()[0]
     gen.commit({partition: [1.0, 2.0]}, file_ids={partition: file_id})  # an update of a planned file group
     expected = hudi_rs_rows(gen.base)
-    result = execute(gen.table, pol, runner, scheduled.instant)
+    result = execute_pending(gen.table, runner, scheduled.instant, parallelism=pol.max_parallelism)
     assert result.outcome == "conflict" and file_id in result.message
     assert hudi_rs_rows(gen.base) == expected  # the update is kept; nothing duplicated
     assert gen.table.pending_clustering_plans() == []
@@ -306,7 +312,8 @@ def test_sigkill_while_writing_then_execute_again_recovers(tmp_path: Path, runne
     assert (gen.base / ".hoodie" / f"{scheduled.instant}.replacecommit.inflight").exists()
     assert hudi_rs_rows(gen.base) and without_file_name(hudi_rs_rows(gen.base)) == before  # still readable
 
-    result = execute(gen.table, pol, runner)  # notices the dead owner, rolls back, retries
+    # notices the dead owner, rolls back, retries
+    result = execute_pending(gen.table, runner, parallelism=pol.max_parallelism)
     assert result.outcome == "completed" and result.instant == scheduled.instant
     assert without_file_name(hudi_rs_rows(gen.base)) == before
     assert_no_orphans(gen.base)

@@ -27,9 +27,10 @@ from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.avro import encode_requested_replace
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.ops.execute import Engine, GroupRunner, execute
+from hudi_clusterd.ops.events import NoObserver
+from hudi_clusterd.ops.execute import execute_pending
+from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
-from hudi_clusterd.runtime.metrics import Metrics
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
 from hudi_clusterd.settings import Settings, settings_from_properties
@@ -48,14 +49,8 @@ def policy(**props: str) -> ClusteringPolicy:
 def runner(spark: Any) -> GroupRunner:
     from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
 
-    return SparkGroupRunner(spark)
+    return SparkGroupRunner(spark, owns_session=False)
 
-
-@pytest.fixture(scope="module")
-def engine(spark: Any) -> Engine:
-    from hudi_clusterd.engine.clustering.runner import engine_for_session
-
-    return engine_for_session(spark, owns_session=False)
 
 
 def make_table(base: Path, commits: int = 4, parts: tuple[str, ...] = ("p1", "p2"), rows: int = 20) -> TableGen:
@@ -102,7 +97,7 @@ def test_execute_damaged_parquet_input_fails_naming_file_rolls_back_keeps_plan(
     files_before = data_files(gen.base)
 
     with pytest.raises(ExecutionError, match=victim.name):
-        execute(gen.table, pol, runner, scheduled.instant)
+        execute_pending(gen.table, runner, scheduled.instant, parallelism=pol.max_parallelism)
 
     assert data_files(gen.base) == files_before  # nothing written remains, nothing was removed
     assert victim.read_bytes() == damaged
@@ -121,7 +116,7 @@ def test_execute_missing_committed_base_file_names_it_and_writes_nothing(tmp_pat
     files_before = data_files(gen.base)
 
     with pytest.raises(ExecutionError, match=f"{victim.name}.*missing"):
-        execute(gen.table, pol, runner, scheduled.instant)
+        execute_pending(gen.table, runner, scheduled.instant, parallelism=pol.max_parallelism)
 
     assert data_files(gen.base) == files_before
     assert pending_states(gen.table, scheduled.instant) == [State.REQUESTED]
@@ -129,14 +124,14 @@ def test_execute_missing_committed_base_file_names_it_and_writes_nothing(tmp_pat
 
 
 def test_daemon_worker_drops_poisoned_plan_after_repeated_failures_keeps_data(tmp_path: Path,
-                                                                              engine: Engine) -> None:
+                                                                              runner: GroupRunner) -> None:
     gen = make_table(tmp_path / "t")
     scheduled = schedule(gen.table, policy(), force=True)
     assert scheduled.instant is not None and scheduled.plan is not None
     victim = planned_file(gen.base, scheduled.plan)
     victim.write_bytes(b"")
     files_before = data_files(gen.base)
-    daemon = Daemon(SettingsHolder(_settings({"t": gen.base}, max_commits="1000")), Metrics(), engine)
+    daemon = Daemon(SettingsHolder(_settings({"t": gen.base}, max_commits="1000")), runner, NoObserver())
     worker = TableWorker("t", daemon)
     with capture_logs() as logs:
         for _ in range(MAX_ATTEMPTS_PER_PLAN):
@@ -175,7 +170,7 @@ def test_execute_plan_naming_file_outside_table_is_refused_and_file_survives(tmp
     content = outside.read_bytes()
 
     with pytest.raises(ExecutionError, match="outside the table"):
-        execute(gen.table, pol, runner, t)
+        execute_pending(gen.table, runner, t, parallelism=pol.max_parallelism)
 
     assert outside.read_bytes() == content
     assert data_files(gen.base) == files_before
@@ -201,7 +196,7 @@ def test_cluster_schema_evolution_writes_merged_schema_with_nulls(tmp_path: Path
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.instant is not None
 
-    result = execute(gen.table, pol, runner, scheduled.instant)
+    result = execute_pending(gen.table, runner, scheduled.instant, parallelism=pol.max_parallelism)
 
     assert result.outcome == "completed"
     for ws in result.write_stats:
@@ -240,7 +235,7 @@ def test_cluster_special_character_partitions_readable_by_hudi_rs(tmp_path: Path
     assert scheduled.plan is not None and scheduled.instant is not None
     assert {g.partition_path for g in scheduled.plan.input_groups} == set(SPECIAL)
 
-    result = execute(gen.table, pol, runner, scheduled.instant)
+    result = execute_pending(gen.table, runner, scheduled.instant, parallelism=pol.max_parallelism)
 
     assert result.outcome == "completed" and result.files_replaced == 4 * len(SPECIAL)
     assert without_file_name(hudi_rs_rows(gen.base)) == before
@@ -270,7 +265,7 @@ def test_cluster_very_wide_rows(tmp_path: Path, runner: GroupRunner, shape: str)
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.instant is not None
 
-    result = execute(gen.table, pol, runner, scheduled.instant)
+    result = execute_pending(gen.table, runner, scheduled.instant, parallelism=pol.max_parallelism)
 
     assert result.outcome == "completed"
     after = without_file_name(hudi_rs_rows(gen.base))
@@ -291,7 +286,7 @@ def _many_tiny_files(tmp_path: Path, runner: GroupRunner, files: int) -> None:
     assert scheduled.plan is not None and scheduled.instant is not None
     assert scheduled.plan.num_slices == files + 3
 
-    result = execute(gen.table, pol, runner, scheduled.instant)
+    result = execute_pending(gen.table, runner, scheduled.instant, parallelism=pol.max_parallelism)
 
     assert result.outcome == "completed" and result.files_replaced == files + 3
     latest = gen.table.file_system_view().latest_base_files()
@@ -331,13 +326,13 @@ BREAKAGE: dict[str, Callable[[Path], object]] = {
 
 
 @pytest.mark.parametrize("breakage", sorted(BREAKAGE))
-def test_daemon_run_once_serves_healthy_table_when_other_is_broken(tmp_path: Path, engine: Engine,
+def test_daemon_run_once_serves_healthy_table_when_other_is_broken(tmp_path: Path, runner: GroupRunner,
                                                                    breakage: str) -> None:
     broken = make_table(tmp_path / "a_broken")
     healthy = make_table(tmp_path / "b_healthy")
     BREAKAGE[breakage](broken.base)
     before = without_file_name(hudi_rs_rows(healthy.base))
-    daemon = Daemon(SettingsHolder(_settings({"a": broken.base, "b": healthy.base})), Metrics(), engine)
+    daemon = Daemon(SettingsHolder(_settings({"a": broken.base, "b": healthy.base})), runner, NoObserver())
 
     with capture_logs() as logs:
         failed = daemon.run_once()

@@ -16,7 +16,8 @@ from hudi_clusterd.engine.ingest.upsert import upsert
 from hudi_clusterd.engine.ingest.writer import insert
 from hudi_clusterd.errors import CommitConflictError
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.ops.execute import GroupRunner, execute
+from hudi_clusterd.ops.execute import execute_pending
+from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
 from tests.integration.hudi_rs_checks import assert_meta_consistent, hudi_rs_rows
 
@@ -160,7 +161,7 @@ def _policy(**extra: str) -> ClusteringPolicy:
 def runner(spark: Any) -> GroupRunner:
     from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
 
-    return SparkGroupRunner(spark)
+    return SparkGroupRunner(spark, owns_session=False)
 
 
 def _clusterable(spark: Any, tmp_path: Path) -> tuple[Path, HoodieTable]:
@@ -194,7 +195,7 @@ def test_upsert_into_pending_plan_wins_then_next_plan_leaves_hot_groups_out(spar
     # When an upsert updates record 4 in a planned file group (ingestion wins: it goes ahead)
     c = upsert(spark, table, spark.createDataFrame([(4, "eu", -1.0, 9)], SCHEMA))
     # Then executing the plan hits the conflict, rolls back and drops the plan
-    result = execute(table, pol, runner, planned)
+    result = execute_pending(table, runner, planned, parallelism=pol.max_parallelism)
     assert result.outcome == "conflict" and hot in result.message
     assert table.pending_clustering_plans() == []
     assert not (base / ".hoodie" / f"{planned}.replacecommit").exists()
@@ -205,7 +206,7 @@ def test_upsert_into_pending_plan_wins_then_next_plan_leaves_hot_groups_out(spar
     again = schedule(table, pol, force=True)
     assert again.instant is not None and again.plan is not None
     assert hot not in {s.file_id for g in again.plan.input_groups for s in g.slices}
-    assert execute(table, pol, runner, again.instant).outcome == "completed"
+    assert execute_pending(table, runner, again.instant, parallelism=pol.max_parallelism).outcome == "completed"
     assert _amounts(base)[4] == -1.0 and assert_meta_consistent(base) == 30
 
 
@@ -236,7 +237,7 @@ def test_upsert_fails_rather_than_lose_a_write_when_its_group_was_clustered_mean
 
     def start_after_clustering(*args: Any, **kw: Any) -> Any:
         planned = schedule(table, pol, force=True).instant
-        assert execute(table, pol, runner, planned).outcome == "completed"
+        assert execute_pending(table, runner, planned, parallelism=pol.max_parallelism).outcome == "completed"
         return real_start(*args, **kw)
 
     monkeypatch.setattr("hudi_clusterd.engine.ingest.upsert.start_commit", start_after_clustering)
@@ -263,9 +264,9 @@ def test_clustering_completing_while_an_upsert_is_inflight_loses_to_it(
     outcomes: list[str] = []
 
     def complete_after_clustering(*args: Any, **kw: Any) -> Any:
-        result = execute(table, pol, runner, planned)
+        result = execute_pending(table, runner, planned, parallelism=pol.max_parallelism)
         outcomes.append(result.outcome)
-        assert hot in result.message and "is writing" in result.message
+        assert hot in result.message and "is being written by a pending instant" in result.message
         return real_complete(*args, **kw)
 
     monkeypatch.setattr("hudi_clusterd.engine.ingest.upsert.complete_commit", complete_after_clustering)

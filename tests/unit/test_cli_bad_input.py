@@ -11,7 +11,9 @@ import pytest
 from hudi_clusterd.cli import main
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import UnsupportedTableError
+from hudi_clusterd.exit_codes import EXIT_CONFIG
 from tests.support import require_shared
+from tests.tablegen import TableGen
 
 OVERWRITE = "v6_simplekeygen_nonhivestyle_overwritetable"
 
@@ -76,3 +78,25 @@ def test_write_refused_on_table_with_metadata_table_says_how_to_disable(golden_c
 def test_for_new_table_checksum_matches_hudi() -> None:
     cfg = TableConfig.for_new_table(name="v6_empty", record_key_fields=["id"])
     assert cfg.raw["hoodie.table.checksum"] == "1980710965"  # the value Apache Hudi wrote for this name
+
+
+@pytest.mark.parametrize("columns", ["x,x", "x,nested.y"])
+def test_cli_sort_columns_repeated_or_nested_are_refused_at_load_naming_the_key_and_nothing_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], columns: str) -> None:
+    gen = TableGen(tmp_path / "t")
+    for i in range(4):
+        gen.commit({"p1": [float(i)]})
+    before = sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir())
+    props = tmp_path / "bad.properties"
+    props.write_text(f"hoodie.clustering.plan.strategy.sort.columns={columns}\n")
+    daemon_props = tmp_path / "daemon.properties"
+    daemon_props.write_text(f"clusterd.tables=t\nclusterd.table.t.base.path={tmp_path / 't'}\n"
+                            f"clusterd.table.t.hoodie.clustering.plan.strategy.sort.columns={columns}\n"
+                            "clusterd.metrics.address=off\n")
+    for argv in (["schedule", "--base-path", str(tmp_path / "t"), "--props", str(props), "--force"],
+                 ["cluster", "--base-path", str(tmp_path / "t"), "--props", str(props), "--force"],
+                 ["run", "--once", "--props", str(daemon_props)]):
+        assert main(argv) == EXIT_CONFIG, argv
+        err = capsys.readouterr().err
+        assert "hoodie.clustering.plan.strategy.sort.columns" in err and columns in err, err
+    assert sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir()) == before

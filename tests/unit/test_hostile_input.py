@@ -27,15 +27,23 @@ from hudi_clusterd.domain.plan import (
     SliceInfo,
 )
 from hudi_clusterd.domain.policy import parse_policy
-from hudi_clusterd.errors import ConfigError, ExecutionError, MetadataDecodeError, StorageError, TimelineError
+from hudi_clusterd.errors import (
+    ConfigError,
+    ExecutionError,
+    MetadataDecodeError,
+    PlanError,
+    StorageError,
+    TimelineError,
+)
 from hudi_clusterd.io import avro as avro_io
 from hudi_clusterd.io.avro import decode_requested_replace, encode_record, encode_requested_replace
 from hudi_clusterd.io.markers import MARKERS_TYPE_FILE, marker_dir
 from hudi_clusterd.io.rollback import rollback_pending
 from hudi_clusterd.io.storage import Storage
-from hudi_clusterd.ops.execute import Engine
+from hudi_clusterd.ops.events import Event, TableObserved
 from hudi_clusterd.ops.schedule import schedule
-from hudi_clusterd.runtime.metrics import DEFAULT_HOST, Metrics, MetricsServer
+from hudi_clusterd.runtime.metrics import DEFAULT_HOST, Metrics
+from hudi_clusterd.runtime.metrics_server import MetricsServer
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
 from hudi_clusterd.settings import settings_from_properties
@@ -178,7 +186,11 @@ def _assert_valid_plan(meta: RequestedReplaceMetadata | None) -> None:
     plan = meta.clustering_plan
     if plan is None:
         return
-    assert isinstance(plan.strategy.class_name, str) and isinstance(plan.strategy.sort_columns, tuple)
+    assert isinstance(plan.strategy.class_name, str)
+    try:
+        assert isinstance(plan.strategy.work_order.sort_columns, tuple)
+    except PlanError as e:
+        assert "strategyParams" in str(e)
     assert type(plan.input_bytes) is int
     for gid in plan.group_ids():
         hash(gid)
@@ -523,19 +535,30 @@ def test_spark_error_message_py4j_wrapper_gives_innermost_cause_naming_file() ->
 class _BrokenRunner:
     """A group runner whose every group fails, as on a damaged input file."""
 
-    def run_group(self, table: Any, instant: str, plan: Any, index: int, policy: Any) -> list[WriteStat]:
+    def run_group(self, table: Any, instant: str, plan: Any, index: int, files: Any) -> list[WriteStat]:
         raise ExecutionError(f"group {index}: /t/p1/x.parquet: 0 bytes, not a Parquet file")
 
     def cancel(self, table: Any, instant: str) -> None:
         return None
 
+    def close(self) -> None:
+        return None
 
-def _daemon(tables: dict[str, Path], max_commits: str = "1000") -> Daemon:
+
+class _Recorded:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def notify(self, event: Event) -> None:
+        self.events.append(event)
+
+
+def _daemon(tables: dict[str, Path], max_commits: str = "1000", observer: _Recorded | None = None) -> Daemon:
     props = {"clusterd.tables": ",".join(tables), "clusterd.metrics.address": "off",
              "hoodie.clustering.async.max.commits": max_commits}
     props.update({f"clusterd.table.{n}.base.path": str(b) for n, b in tables.items()})
-    engine = Engine(_BrokenRunner(), None, None, lambda: None)
-    return Daemon(SettingsHolder(settings_from_properties(props, source="test")[0]), Metrics(), engine)
+    return Daemon(SettingsHolder(settings_from_properties(props, source="test")[0]), _BrokenRunner(),
+                  observer or _Recorded())
 
 
 def test_table_worker_failing_groups_drop_plan_after_max_attempts(tmp_path: Path) -> None:
@@ -552,10 +575,12 @@ def test_table_worker_failing_groups_drop_plan_after_max_attempts(tmp_path: Path
 def test_daemon_run_once_broken_table_is_logged_and_others_still_ticked(tmp_path: Path) -> None:
     broken, healthy = _table(tmp_path / "a"), _table(tmp_path / "b")
     (broken.base / ".hoodie" / "hoodie.properties").write_bytes(b"hoodie.table.version=99\n")
-    daemon = _daemon({"a": broken.base, "b": healthy.base}, max_commits="4")
+    recorded = _Recorded()
+    daemon = _daemon({"a": broken.base, "b": healthy.base}, max_commits="4", observer=recorded)
     with capture_logs() as logs:
         failed = daemon.run_once()
     assert failed == ["a"]
     assert [e["event"] for e in logs if e["log_level"] == "error" and e["event"] == "tick failed"] == ["tick failed"]
-    assert daemon.pending_by_table.get("b") is not None  # b was ticked: planned, tried, gauges refreshed
-    assert any(e["event"] == "scheduled clustering" for e in logs)
+    observed = [e for e in recorded.events if isinstance(e, TableObserved)]
+    assert [e.table for e in observed] == ["b"]  # b was ticked: planned, tried, reported
+    assert observed[0].pending_plans == 1

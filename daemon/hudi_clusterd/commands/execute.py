@@ -4,42 +4,36 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
 from typing import Any
 
 from hudi_clusterd.commands.common import load_policy
+from hudi_clusterd.commands.progress import ProgressPrinter
 from hudi_clusterd.commands.status import human_bytes
+from hudi_clusterd.domain.plan import PendingPlan
+from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.errors import PlanError
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.ops.execute import ExecutionResult, execute
+from hudi_clusterd.layout.figures import clustering_figures
+from hudi_clusterd.ops.events import Outcome
+from hudi_clusterd.ops.execute import ExecutionResult, Executor, execute, execute_pending
+from hudi_clusterd.ops.ownership import Claim, Ownership
+from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
-
-
-def print_progress(event: str, info: Mapping[str, Any]) -> None:
-    """Progress lines for a person watching a one-shot run."""
-    if event == "plan_started":
-        print(f"executing clustering {info['instant']}: {info['groups']} groups, {info['slices']} files, "
-              f"{human_bytes(info['input_bytes'])}", flush=True)
-    elif event == "group_started":
-        print(f"  [group {info['group'] + 1}/{info['groups']}] {info['partition'] or '(root)'}: "
-              f"{info['slices']} files ...", flush=True)
-    elif event == "group_finished":
-        print(f"  [group {info['group'] + 1}/{info['groups']}] wrote {info['files']} files, "
-              f"{human_bytes(info['bytes'])} in {info['seconds']}s", flush=True)
+from hudi_clusterd.ops.snapshot import TableSnapshot
 
 
 def report(result: ExecutionResult) -> int:
-    if result.outcome == "completed":
+    if result.outcome is Outcome.COMPLETED:
         layout = ""
         if result.layout_before is not None and result.layout_after is not None:
             layout = f"; files-scanned ratio {result.layout_before:.3f} -> {result.layout_after:.3f}"
         print(f"completed {result.instant}: {result.files_replaced} files -> {result.files_written} files "
               f"({human_bytes(result.bytes_written)}) in {result.duration_s:.1f}s{layout}")
         return 0
-    if result.outcome == "skipped":
+    if result.outcome is Outcome.SKIPPED:
         print(f"nothing executed: {result.message}")
         return 0
-    print(f"{result.outcome} {result.instant}: {result.message}", file=sys.stderr)
+    print(f"{result.outcome.value} {result.instant}: {result.message}", file=sys.stderr)
     return 1
 
 
@@ -69,8 +63,8 @@ def register(subparsers: Any) -> None:
     c.set_defaults(func=run_cluster)
 
 
-def _engine(args: argparse.Namespace) -> Any:
-    from hudi_clusterd.engine.clustering.runner import build_engine_for
+def _runner(args: argparse.Namespace) -> GroupRunner:
+    from hudi_clusterd.engine.clustering.runner import build_runner
 
     conf = {}
     for item in args.spark_conf:
@@ -78,27 +72,37 @@ def _engine(args: argparse.Namespace) -> Any:
         if not sep:
             raise PlanError(f"--spark-conf expects KEY=VALUE, got {item!r}")
         conf[key] = value
-    return build_engine_for(args.spark_master, conf)
+    return build_runner(args.spark_master, conf)
 
 
-def _run_plan(args: argparse.Namespace, table: HoodieTable, policy: Any, instant: str | None) -> int:
-    engine = _engine(args)
+def _run_plan(args: argparse.Namespace, policy: ClusteringPolicy, snapshot: TableSnapshot, pending: PendingPlan,
+              ownership: Ownership, claim: Claim | None = None) -> int:
+    runner = _runner(args)
     try:
-        return report(execute(table, policy, engine.runner, instant, progress=print_progress, layout=engine.layout))
+        executor = Executor(runner, ownership, policy.max_parallelism, ProgressPrinter(), clustering_figures)
+        return report(execute(snapshot, pending, executor, claim=claim))
     finally:
-        engine.close()
+        runner.close()
 
 
 def run_execute(args: argparse.Namespace) -> int:
-    return _run_plan(args, HoodieTable.open(args.base_path), load_policy(args.props), args.instant)
+    policy = load_policy(args.props)
+    table = HoodieTable.open(args.base_path)
+    runner = _runner(args)
+    try:
+        return report(execute_pending(table, runner, args.instant, parallelism=policy.max_parallelism,
+                                      observer=ProgressPrinter(), figures=clustering_figures))
+    finally:
+        runner.close()
 
 
 def run_cluster(args: argparse.Namespace) -> int:
     policy = load_policy(args.props)
     table = HoodieTable.open(args.base_path)
-    scheduled = schedule(table, policy, force=args.force)
-    if scheduled.instant is None:
+    ownership = Ownership()
+    scheduled = schedule(table, policy, force=args.force, claim_with=ownership)
+    if scheduled.pending is None:
         print(f"nothing scheduled: {scheduled.reason}")
         return 0
     print(f"scheduled clustering {scheduled.instant}: {scheduled.reason}")
-    return _run_plan(args, table, policy, scheduled.instant)
+    return _run_plan(args, policy, scheduled.snapshot, scheduled.pending, ownership, scheduled.claim)

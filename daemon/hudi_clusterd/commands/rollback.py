@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hudi_clusterd.domain.instant import Action
+from hudi_clusterd.domain.instant import Action, State
 from hudi_clusterd.errors import PlanError
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.ops.execute import owner_alive, rollback_clustering
+from hudi_clusterd.ops.commit import rollback_clustering
+from hudi_clusterd.ops.ownership import Ownership
 
 
 def register(subparsers: Any) -> None:
@@ -33,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
         raise PlanError(f"clustering {args.instant} is completed; a completed clustering is not rolled back here")
     if not table.is_clustering_instant(inst):
         raise PlanError(f"replacecommit {args.instant} is not a clustering plan; refusing to roll it back")
-    if inst.is_pending and not args.force and owner_alive(table, args.instant) and inst.state.name == "INFLIGHT":
+    live = inst.state is State.INFLIGHT and Ownership().owner_alive(table, args.instant)
+    if live and not args.force:
         raise PlanError(f"clustering {args.instant} is being executed by a live process; stop it first or use "
                         "--force")
     result = rollback_clustering(table, args.instant, purge=args.purge)

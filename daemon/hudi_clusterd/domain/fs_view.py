@@ -147,6 +147,17 @@ class FileSystemView:
                         break
         return out
 
+    def latest_slice_of(self, group: FileGroupId) -> FileSlice | None:
+        """The newest committed slice of one file group; None when the group is unknown, replaced or has no
+        committed slice."""
+        if group in self.replaced.by_group:
+            return None
+        index = self._commit_index(None)
+        for bf in self._by_partition.get(group[0], {}).get(group[1], ()):
+            if index.is_committed(bf.instant_time):
+                return FileSlice(bf)
+        return None
+
     def latest_base_files(self, partition: str | None = None, as_of: str | None = None) -> list[BaseFile]:
         return [sl.base_file for sl in self.latest_file_slices(partition, as_of)]
 

@@ -2,6 +2,10 @@
 
 The dataclasses mirror the Avro records field for field; ``to_avro`` / ``from_avro`` convert to and from the
 plain dicts the Avro codec (``hudi_clusterd.io.avro``) reads and writes.
+
+A plan is a self-contained work order: its groups name every input slice (with the slice's base instant, read
+once from the file name), and its strategy parameters carry everything execution needs (`WorkOrder`), so a
+configuration reload between scheduling and execution changes nothing a plan does.
 """
 
 from __future__ import annotations
@@ -10,12 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hudi_clusterd.domain.file_group import FileGroupId
-from hudi_clusterd.errors import MetadataDecodeError
+from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
+from hudi_clusterd.domain.instant import Instant
+from hudi_clusterd.domain.policy_keys import KEY_SPECS, ClusteringKey
+from hudi_clusterd.errors import MetadataDecodeError, PlanError
+from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 CLUSTER_OPERATION = "CLUSTER"
 PLAN_VERSION = 1
-SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
 # Group metrics Hudi writes (FileSliceMetricUtils); sizes in MB.
 METRIC_IO_READ_MB = "TOTAL_IO_READ_MB"
 METRIC_IO_WRITE_MB = "TOTAL_IO_WRITE_MB"
@@ -34,6 +40,17 @@ class SliceInfo:
     delta_file_paths: tuple[str, ...] = ()
     bootstrap_file_path: str = ""
     version: int = 1
+    base_instant: str = field(default="", compare=False)
+    """The slice's base instant, from the base file's name (not an Avro field)."""
+
+    def __post_init__(self) -> None:
+        if not self.base_instant:
+            parsed = BaseFile.parse(self.partition_path, self.file_name, 0)
+            if parsed is None or parsed.file_id != self.file_id:
+                raise MetadataDecodeError(
+                    f"HoodieSliceInfo.dataFilePath {self.data_file_path!r} is not a base file of file group "
+                    f"{self.file_id!r} (expected <fileId>_<writeToken>_<instantTime>.parquet)")
+            object.__setattr__(self, "base_instant", parsed.instant_time)
 
     @property
     def group_id(self) -> FileGroupId:
@@ -107,18 +124,83 @@ class ClusteringGroup:
         )
 
 
+K = ClusteringKey
+_WORK_ORDER_KEYS = (K.SORT_COLUMNS, K.LAYOUT_STRATEGY, K.CURVE_BUILD_METHOD, K.CURVE_SAMPLE_SIZE,
+                    K.TARGET_FILE_MAX_BYTES, K.BLOOM_FILTER_TYPE, K.BLOOM_NUM_ENTRIES, K.BLOOM_FPP,
+                    K.BLOOM_DYNAMIC_MAX_ENTRIES)
+
+
+def _param(params: Mapping[str, str], key: ClusteringKey) -> Any:
+    """One strategy parameter parsed and range-checked as the configuration key of the same name is (its
+    default when absent); ``PlanError`` naming the key otherwise."""
+    spec = KEY_SPECS[key]
+    raw = params.get(key.value)
+    text = (spec.default or "") if raw is None else raw
+    try:
+        value = spec.parse(text)
+    except ValueError as e:
+        raise PlanError(f"strategyParams {key.value}: {e}") from None
+    if spec.minimum is not None and value < spec.minimum:
+        raise PlanError(f"strategyParams {key.value}: must be >= {spec.minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class WorkOrder:
+    """What execution needs besides the groups: the row order, the size of the files to write and the bloom
+    filter to put in their footers.
+
+    Saved in ``strategyParams`` under Hudi's own configuration keys when the plan is scheduled; a plan without
+    them (scheduled by Hudi, which writes only the sort columns) executes with Hudi's defaults for the rest."""
+
+    sort_columns: tuple[str, ...] = ()
+    layout_strategy: LayoutStrategy = LayoutStrategy.LINEAR
+    curve_build_method: CurveBuildMethod = CurveBuildMethod.DIRECT
+    curve_sample_size: int = 200_000
+    target_file_max_bytes: int = 1024 * 1024 * 1024
+    bloom_filter_type: str = "DYNAMIC_V0"
+    bloom_num_entries: int = 60_000
+    bloom_fpp: float = 0.000000001
+    bloom_dynamic_max_entries: int = 100_000
+
+    def to_params(self) -> dict[str, str]:
+        """``strategyParams``: the sort columns when set (as Hudi writes them), then the rest."""
+        out: dict[str, str] = {}
+        if self.sort_columns:
+            out[K.SORT_COLUMNS.value] = ",".join(self.sort_columns)
+        out[K.LAYOUT_STRATEGY.value] = self.layout_strategy.name
+        out[K.CURVE_BUILD_METHOD.value] = self.curve_build_method.name
+        out[K.CURVE_SAMPLE_SIZE.value] = str(self.curve_sample_size)
+        out[K.TARGET_FILE_MAX_BYTES.value] = str(self.target_file_max_bytes)
+        out[K.BLOOM_FILTER_TYPE.value] = self.bloom_filter_type
+        out[K.BLOOM_NUM_ENTRIES.value] = str(self.bloom_num_entries)
+        out[K.BLOOM_FPP.value] = repr(self.bloom_fpp)
+        out[K.BLOOM_DYNAMIC_MAX_ENTRIES.value] = str(self.bloom_dynamic_max_entries)
+        return out
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> WorkOrder:
+        """Parse ``strategyParams`` with the configuration's own parsers; ``PlanError`` naming a bad key."""
+        values = [_param(params, key) for key in _WORK_ORDER_KEYS]
+        return cls(*values)
+
+
 @dataclass(frozen=True, slots=True)
 class ClusteringStrategy:
-    """HoodieClusteringStrategy: the *execution* strategy class and its parameters (e.g. sort columns)."""
+    """HoodieClusteringStrategy: the *execution* strategy class and its parameters (the work order)."""
 
     class_name: str
     params: Mapping[str, str] = field(default_factory=dict)
     version: int = 1
 
     @property
+    def work_order(self) -> WorkOrder:
+        """The parameters as a `WorkOrder`; ``PlanError`` when one cannot be used."""
+        return WorkOrder.from_params(self.params)
+
+    @property
     def sort_columns(self) -> tuple[str, ...]:
-        raw = self.params.get(SORT_COLUMNS_PARAM, "")
-        return tuple(c.strip() for c in raw.split(",") if c.strip())
+        return self.work_order.sort_columns
 
     def to_avro(self) -> dict[str, Any]:
         return {"strategyClassName": self.class_name, "strategyParams": dict(self.params), "version": self.version}
@@ -236,3 +318,15 @@ def _req_str(d: Mapping[str, Any], key: str, record: str) -> str:
     if not isinstance(value, str) or not value:
         raise MetadataDecodeError(f"{record}.{key} is missing or empty")
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPlan:
+    """A pending (requested or inflight) clustering instant with its decoded plan."""
+
+    instant: Instant
+    plan: ClusteringPlan
+
+    @property
+    def time(self) -> str:
+        return self.instant.time

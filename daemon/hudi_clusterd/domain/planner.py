@@ -87,12 +87,13 @@ class PlanningResult:
 
 def eligible_slices(
     view: FileSystemView, partitions: Sequence[str], policy: ClusteringPolicy, skipped: dict[str, int],
-    hot_groups: Collection[FileGroupId] = (),
+    hot_groups: Collection[FileGroupId] = (), unsettled_groups: Collection[FileGroupId] = (),
 ) -> dict[str, list[FileSlice]]:
-    """Latest committed, small, unclaimed, not hot slices per partition."""
+    """Latest committed, small, unclaimed, not hot and settled slices per partition."""
     out: dict[str, list[FileSlice]] = {}
     wanted = set(partitions)
     hot = set(hot_groups)
+    unsettled = set(unsettled_groups)
     for sl in view.latest_file_slices():
         if sl.partition_path not in wanted:
             continue
@@ -104,6 +105,8 @@ def eligible_slices(
             skipped["in a pending compaction"] = skipped.get("in a pending compaction", 0) + 1
         elif sl.group_id in hot:
             skipped["recently updated (hot)"] = skipped.get("recently updated (hot)", 0) + 1
+        elif sl.group_id in unsettled:
+            skipped["written while the table was listed"] = skipped.get("written while the table was listed", 0) + 1
         else:
             out.setdefault(sl.partition_path, []).append(sl)
     return out
@@ -186,7 +189,8 @@ def _group_of(slices: list[FileSlice], policy: ClusteringPolicy, uri_of: Callabl
                METRIC_LOG_FILES_SIZE: 0.0, METRIC_LOG_FILES: 0.0}
     n_out = 1 if policy.plan_strategy is PlanStrategy.SINGLE_FILE_SORT else \
         output_groups(total, policy.target_file_max_bytes)
-    infos = tuple(SliceInfo(s.file_id, s.partition_path, uri_of(s.base_file)) for s in slices)
+    infos = tuple(SliceInfo(s.file_id, s.partition_path, uri_of(s.base_file), base_instant=s.base_instant)
+                  for s in slices)
     return ClusteringGroup(infos, n_out, metrics)
 
 
@@ -199,18 +203,20 @@ def plan_clustering(
     ranges: RangeLookup | None = None,
     clustered_instants: Collection[str] = (),
     hot_groups: Collection[FileGroupId] = (),
+    unsettled_groups: Collection[FileGroupId] = (),
 ) -> PlanningResult:
     """Build a clustering plan over ``view`` (the trigger is checked by the caller).
 
     ``uri_of`` gives a base file's full path with scheme (what Hudi records in ``dataFilePath``); ``ranges``
     gives the leading sort column's (min, max) per base file, from parquet footers; ``clustered_instants`` are
     the times of completed clustering instants (their single files are not rewritten alone); ``hot_groups`` are
-    file groups recent upserts updated, left out of the plan."""
+    file groups recent upserts updated, and ``unsettled_groups`` those whose newest slice the listing missed, both
+    left out of the plan."""
     partitions = select_partitions(view.partitions(), policy, now)
     if not partitions:
         return PlanningResult(None, "no partition passes the partition filters")
     skipped: dict[str, int] = {}
-    by_partition = eligible_slices(view, partitions, policy, skipped, hot_groups)
+    by_partition = eligible_slices(view, partitions, policy, skipped, hot_groups, unsettled_groups)
     n_eligible = sum(len(v) for v in by_partition.values())
     if n_eligible == 0:
         detail = ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())) or "no file slices"
@@ -239,19 +245,6 @@ def plan_clustering(
     )
     summary = f"{len(groups)} groups, {plan.num_slices} slices, {plan.input_bytes / MB:.1f} MB"
     return PlanningResult(plan, summary, len(partitions), n_eligible, skipped)
-
-
-def lost_file_groups(plan: ClusteringPlan, view: FileSystemView) -> set[FileGroupId]:
-    """File groups of ``plan`` that are no longer plannable on a fresher view: claimed by another pending plan,
-    replaced, or given a newer slice. Used under the table lock right before the plan is saved."""
-    latest = {sl.group_id: sl.base_instant for sl in view.latest_file_slices()}
-    lost: set[FileGroupId] = set()
-    for group in plan.input_groups:
-        for s in group.slices:
-            base_instant = s.file_name.rsplit("_", 1)[-1].split(".", 1)[0]
-            if view.is_pending_clustering(s.group_id) or latest.get(s.group_id) != base_instant:
-                lost.add(s.group_id)
-    return lost
 
 
 def drop_groups(plan: ClusteringPlan, lost: Collection[FileGroupId]) -> ClusteringPlan | None:

@@ -8,10 +8,11 @@ invalid value at once and warns about unknown, deprecated and ineffective keys.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from hudi_clusterd.domain.plan import WorkOrder
 from hudi_clusterd.domain.policy_keys import (
     KEY_OF_FIELD,
     KEY_SPECS,
@@ -78,6 +79,10 @@ class ClusteringPolicy:
     curve_build_method: CurveBuildMethod
     curve_sample_size: int
     parquet_max_file_size: int
+    bloom_filter_type: str
+    bloom_num_entries: int
+    bloom_fpp: float
+    bloom_dynamic_max_entries: int
 
     def __post_init__(self) -> None:
         problems = [message for _, message in _invariant_problems(self)]
@@ -89,11 +94,16 @@ class ClusteringPolicy:
         """The class name to write into ``HoodieClusteringPlan.strategy.strategyClassName``."""
         return self.execution_strategy.value
 
+    @property
+    def work_order(self) -> WorkOrder:
+        """What a plan scheduled under this policy will execute with (frozen into its strategy parameters)."""
+        return WorkOrder(self.sort_columns, self.layout_strategy, self.curve_build_method, self.curve_sample_size,
+                         self.target_file_max_bytes, self.bloom_filter_type, self.bloom_num_entries, self.bloom_fpp,
+                         self.bloom_dynamic_max_entries)
+
     def strategy_params(self) -> dict[str, str]:
-        """``HoodieClusteringStrategy.strategyParams`` as Hudi writes them (only sort columns, when set)."""
-        if not self.sort_columns:
-            return {}
-        return {ClusteringKey.SORT_COLUMNS.value: ",".join(self.sort_columns)}
+        """``HoodieClusteringStrategy.strategyParams`` of a plan scheduled under this policy."""
+        return self.work_order.to_params()
 
     def to_properties(self) -> dict[str, str]:
         """The policy as ``hoodie.*`` properties, unset keys omitted; parses back to an equal policy."""
@@ -104,25 +114,6 @@ class ClusteringPolicy:
                 continue
             out[KEY_OF_FIELD[f.name].value] = render_value(value)
         return out
-
-    def validate_against_schema(self, column_names: Collection[str]) -> None:
-        """Raise :class:`ConfigError` if a sort column is not among ``column_names``.
-
-        Names are matched exactly; pass nested fields in dotted form (``a.b``) to allow sorting by them.
-        """
-        available = set(column_names)
-        problems: list[str] = []
-        for column in self.sort_columns:
-            if column in available:
-                continue
-            near = [c for c in sorted(available) if c.lower() == column.lower()]
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-            problems.append(
-                f"{ClusteringKey.SORT_COLUMNS.value}: column {column!r} is not in the table schema{hint}; "
-                f"columns are {', '.join(sorted(available)) or '(none)'}"
-            )
-        if problems:
-            raise ConfigError("sort columns do not match the table schema", problems)
 
 
 def _invariant_problems(policy: ClusteringPolicy) -> list[tuple[frozenset[str], str]]:

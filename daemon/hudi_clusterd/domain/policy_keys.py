@@ -12,12 +12,42 @@ mapped onto the built-in behaviours below, and any other class name is a configu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, StrEnum
-from typing import Any, TypeVar
+from typing import Any
 
+from hudi_clusterd.domain.sort_columns import parse_sort_columns
+from hudi_clusterd.domain.values import (
+    any_text as _anything,
+)
+from hudi_clusterd.domain.values import (
+    boolean as _bool,
+)
+from hudi_clusterd.domain.values import (
+    class_name as _class_name,
+)
+from hudi_clusterd.domain.values import (
+    enum_member as _member,
+)
+from hudi_clusterd.domain.values import (
+    fraction as _fraction,
+)
+from hudi_clusterd.domain.values import (
+    java_int as _int,
+)
+from hudi_clusterd.domain.values import (
+    java_long as _long,
+)
+from hudi_clusterd.domain.values import (
+    optional_text as _optional,
+)
+from hudi_clusterd.domain.values import (
+    regex as _regex,
+)
+from hudi_clusterd.domain.values import (
+    unique_csv as _unique_csv,
+)
 from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 __all__ = [
@@ -34,10 +64,6 @@ __all__ = [
 _PLAN_PKG = "org.apache.hudi.client.clustering.plan.strategy."
 _RUN_PKG = "org.apache.hudi.client.clustering.run.strategy."
 _UPDATE_PKG = "org.apache.hudi.client.clustering.update.strategy."
-_JAVA_INT_MAX = 2**31 - 1
-_JAVA_LONG_MAX = 2**63 - 1
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_E = TypeVar("_E", bound=StrEnum)
 
 
 class PlanStrategy(StrEnum):
@@ -123,6 +149,10 @@ class ClusteringKey(StrEnum):
     CURVE_BUILD_METHOD = "hoodie.layout.optimize.curve.build.method"
     CURVE_SAMPLE_SIZE = "hoodie.layout.optimize.build.curve.sample.size"
     PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
+    BLOOM_FILTER_TYPE = "hoodie.bloom.index.filter.type"
+    BLOOM_NUM_ENTRIES = "hoodie.index.bloom.num_entries"
+    BLOOM_FPP = "hoodie.index.bloom.fpp"
+    BLOOM_DYNAMIC_MAX_ENTRIES = "hoodie.bloom.index.filter.dynamic.max.entries"
     # Writer-side switches: recognised (no unknown-key warning) but they do not change what the daemon does.
     INLINE = "hoodie.clustering.inline"
     SCHEDULE_INLINE = "hoodie.clustering.schedule.inline"
@@ -147,51 +177,10 @@ class ClusteringKey(StrEnum):
 # --- value parsers: str -> value, raising ValueError("must be ..., got ...") ---
 
 
-def _integer(raw: str, maximum: int) -> int:
-    text = raw.strip()
-    if not _INTEGER.fullmatch(text):
-        raise ValueError(f"must be an integer, got {raw!r}")
-    value = int(text)
-    if not -maximum - 1 <= value <= maximum:
-        raise ValueError(f"must fit a Java {'int' if maximum == _JAVA_INT_MAX else 'long'}, got {text}")
-    return value
-
-
-def _int(raw: str) -> int:
-    return _integer(raw, _JAVA_INT_MAX)
-
-
-def _long(raw: str) -> int:
-    return _integer(raw, _JAVA_LONG_MAX)
-
-
-def _bool(raw: str) -> bool:
-    text = raw.strip().lower()
-    if text not in ("true", "false"):
-        raise ValueError(f"must be true or false, got {raw!r}")
-    return text == "true"
-
-
-def _optional(raw: str) -> str | None:
-    return raw.strip() or None
-
-
-def _csv(raw: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in raw.split(",") if part.strip())
-
-
-def _unique_csv(raw: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(_csv(raw)))
-
-
-def _regex(raw: str) -> str | None:
-    text = raw.strip()
-    if not text:
-        return None
-    try:
-        re.compile(text)
-    except re.error as exc:
-        raise ValueError(f"must be a valid regular expression ({exc}), got {raw!r}") from None
+def _bloom_type(raw: str) -> str:
+    text = raw.strip().upper()
+    if text not in ("SIMPLE", "DYNAMIC_V0"):
+        raise ValueError(f"must be SIMPLE or DYNAMIC_V0, got {raw!r}")
     return text
 
 
@@ -227,24 +216,6 @@ def _curve_method(raw: str) -> CurveBuildMethod:
         return CurveBuildMethod.parse(raw)
     except ValueError:
         raise ValueError(f"must be DIRECT or SAMPLE, got {raw!r}") from None
-
-
-def _class_name(raw: str) -> str:
-    name = raw.strip()
-    if not name:
-        raise ValueError("must be a class name, got ''")
-    return name
-
-
-def _anything(raw: str) -> str:
-    return raw
-
-
-def _member(enum: type[_E], text: str, raw: str) -> _E:
-    for member in enum:
-        if member.value == text:
-            return member
-    raise ValueError(f"must be one of {', '.join(m.value for m in enum)}, got {raw!r}")
 
 
 def render_value(value: object) -> str:
@@ -301,7 +272,8 @@ KEY_SPECS: dict[ClusteringKey, KeySpec] = {
     K.MAX_NUM_GROUPS: KeySpec(
         "30", _int, "Cap on the groups of one plan (per partition, then overall).", "max_num_groups", 1),
     K.SORT_COLUMNS: KeySpec(
-        None, _csv, "Comma-separated columns to sort by; without them rows keep no particular order.",
+        None, parse_sort_columns, "Comma-separated top-level columns to sort by (distinct, not nested); without "
+        "them rows keep no particular order.",
         "sort_columns"),
     K.SINGLE_GROUP_CLUSTERING_ENABLED: KeySpec(
         "true", _bool, "When false, a partition's last group holding a single file slice is dropped.",
@@ -357,6 +329,16 @@ KEY_SPECS: dict[ClusteringKey, KeySpec] = {
     K.PARQUET_MAX_FILE_SIZE: KeySpec(
         "125829120", _long, "Size assumed for a file slice without a base file when packing groups.",
         "parquet_max_file_size", 1),
+    K.BLOOM_FILTER_TYPE: KeySpec(
+        "DYNAMIC_V0", _bloom_type, "Record-key bloom filter written into each output file's footer, as Hudi's "
+        "BLOOM and GLOBAL_BLOOM indexes read it: DYNAMIC_V0 or SIMPLE.", "bloom_filter_type"),
+    K.BLOOM_NUM_ENTRIES: KeySpec(
+        "60000", _int, "Keys per bloom filter (DYNAMIC_V0: per row of the filter, which grows by rows).",
+        "bloom_num_entries", 1),
+    K.BLOOM_FPP: KeySpec(
+        "0.000000001", _fraction, "False-positive rate the bloom filter is sized for.", "bloom_fpp"),
+    K.BLOOM_DYNAMIC_MAX_ENTRIES: KeySpec(
+        "100000", _int, "DYNAMIC_V0: keys after which the filter stops growing.", "bloom_dynamic_max_entries", 1),
     K.INLINE: KeySpec("false", _anything, _WRITER_ONLY, aliases=(_DS + "inline.enable",)),
     K.SCHEDULE_INLINE: KeySpec("false", _anything, _WRITER_ONLY),
     K.ASYNC_ENABLED: KeySpec("false", _anything, _WRITER_ONLY, aliases=(_DS + "async.enable",)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import structlog
 
-from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
+from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.io.storage import Storage
 
 log = structlog.get_logger(__name__)
@@ -44,14 +45,34 @@ def _file_range(storage: Storage, bf: BaseFile, column: str) -> ColumnRange | No
     return None if lo is None else (lo, hi)
 
 
-def column_ranges(
-    storage: Storage, files: Iterable[BaseFile], column: str, max_workers: int = 16
-) -> dict[FileGroupId, ColumnRange | None]:
-    """(min, max) of ``column`` per base file's group, read from footers in parallel; None where unknown."""
+class FooterRanges:
+    """Column ranges of a table's base files, each read once: base files never change after they are written.
+
+    ``ranges`` reads what it has not seen (in parallel) and forgets files no longer asked about, so a
+    long-running daemon holds entries only for the files of its latest listing."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self._known: dict[tuple[str, str], ColumnRange | None] = {}
+        self._lock = threading.Lock()
+
+    def ranges(self, files: Iterable[BaseFile], column: str) -> dict[str, ColumnRange | None]:
+        """(min, max) of ``column`` per file's relative path; None where the footer does not tell."""
+        wanted = {bf.relative_path: bf for bf in files}
+        with self._lock:
+            self._known = {k: v for k, v in self._known.items() if k[0] in wanted}
+            missing = [bf for path, bf in wanted.items() if (path, column) not in self._known]
+        found = column_ranges_by_path(self.storage, missing, column)
+        with self._lock:
+            for path, value in found.items():
+                self._known[(path, column)] = value
+            return {path: self._known.get((path, column)) for path in wanted}
+
+
+def column_ranges_by_path(storage: Storage, files: Iterable[BaseFile], column: str, max_workers: int = 16
+                          ) -> dict[str, ColumnRange | None]:
     todo = list(files)
     if not todo:
         return {}
     with ThreadPoolExecutor(max_workers=min(max_workers, len(todo))) as pool:
-        results = pool.map(lambda bf: (bf.group_id, _file_range(storage, bf, column)), todo)
-        return dict(results)
-
+        return dict(pool.map(lambda bf: (bf.relative_path, _file_range(storage, bf, column)), todo))

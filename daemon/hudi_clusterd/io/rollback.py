@@ -27,14 +27,16 @@ from typing import Any
 
 import structlog
 
+from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.errors import MetadataDecodeError, StorageError, TimelineError
+from hudi_clusterd.errors import ExecutionError, MetadataDecodeError, StorageError, TimelineError
 from hudi_clusterd.io.avro import decode_ocf, encode_record
+from hudi_clusterd.io.heartbeat import heartbeat_path
 from hudi_clusterd.io.markers import IOType, delete_markers, list_markers
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.io.timeline_store import HEARTBEAT_FOLDER, META_FOLDER, meta_path
+from hudi_clusterd.io.timeline_store import META_FOLDER, meta_path
 
 log = structlog.get_logger(__name__)
 
@@ -208,10 +210,30 @@ def _rollback_locked(table: HoodieTable, instant_time: str, action: Action,
     store.create(rollback.with_state(State.COMPLETED), encode_record("HoodieRollbackMetadata", metadata))
 
     delete_markers(table.storage, instant_time)
-    table.storage.delete(f"{HEARTBEAT_FOLDER}/{instant_time}", missing_ok=True)
+    table.storage.delete(heartbeat_path(instant_time), missing_ok=True)
     store.delete(target.with_state(State.INFLIGHT))
     if delete_requested:
         store.delete(target.with_state(State.REQUESTED))
     log.info("rolled back", instant=str(target), rollback=rollback.time, deleted=len(deleted))
     return RollbackResult(rollback.time, target.time, target.action,
                           tuple(bf.relative_path for bf in deleted), resumed)
+
+
+def reconcile_markers(table: HoodieTable, instant_time: str, write_stats: Iterable[WriteStat]) -> list[str]:
+    """Delete files of instant T that have a marker but no write stat (failed or duplicate task attempts);
+    returns their paths. Refuses to complete when a write-stat file is missing."""
+    kept = {ws.path for ws in write_stats if ws.path}
+    missing = sorted(p for p in kept if not table.storage.exists(p))
+    if missing:
+        raise ExecutionError(f"commit {instant_time}: {len(missing)} written file(s) are missing, e.g. "
+                             f"{table.storage.full_path(missing[0])}; the write cannot be completed")
+    removed: list[str] = []
+    for marker in list_markers(table.storage, instant_time):
+        rel = marker.data_file_path
+        if rel in kept or safe_file_of_instant(rel, instant_time) is None:
+            continue
+        if table.storage.delete(rel, missing_ok=True):
+            removed.append(rel)
+    if removed:
+        log.info("deleted files of failed task attempts", instant=instant_time, files=len(removed))
+    return removed

@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,14 +186,6 @@ class Storage:
             if os.path.exists(tmp):
                 os.unlink(tmp)
 
-    def stale_temp_files(self, rel: str, older_than_s: float) -> list[str]:
-        """Temporary files of atomic writes in folder ``rel`` last modified over ``older_than_s`` ago: left by a
-        process killed between writing and renaming (a live write takes milliseconds). Only names of the exact
-        form this class creates are returned."""
-        cutoff_ms = (time.time() - older_than_s) * 1000
-        return [e.path for e in self.list_dir(rel)
-                if not e.is_dir and _TEMP_FILE.fullmatch(e.name) and e.mtime_ms < cutoff_ms]
-
     def rename(self, src: str, dst: str) -> None:
         """Move a file; on local storage fails if ``src`` vanished (used to take over stale locks)."""
         try:
@@ -232,3 +223,11 @@ class Storage:
                 raise self._wrap("touch", rel, e) from e
         else:
             self.write_bytes(rel, self.read_bytes(rel), overwrite=True)
+
+
+def is_stale_temp_file(entry: FileInfo, now_s: float, older_than_s: float) -> bool:
+    """Whether a listed entry is a temporary file of an atomic write (``.<name>.<32 hex>.tmp``, the exact form
+    `Storage` creates) last modified over ``older_than_s`` ago: left by a process killed between writing and
+    renaming it (a live write takes milliseconds)."""
+    return (not entry.is_dir and _TEMP_FILE.fullmatch(entry.name) is not None
+            and entry.mtime_ms < (now_s - older_than_s) * 1000)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import structlog
 
-from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
+from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering, ReplacedGroups
 from hudi_clusterd.domain.instant import Action, Instant, next_instant_time, parse_instant_time
-from hudi_clusterd.domain.plan import ClusteringPlan
+from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import StorageError, TableError
+from hudi_clusterd.io.footers import FooterRanges
 from hudi_clusterd.io.java_properties import format_properties, parse_properties
 from hudi_clusterd.io.lock import DEFAULT_STALE_S, DEFAULT_TIMEOUT_S, TableLock
 from hudi_clusterd.io.storage import Storage
@@ -28,14 +28,6 @@ PARTITION_METAFILE = ".hoodie_partition_metadata"
 _SKIP_DIRS = frozenset({META_FOLDER, "_delta_log"})
 
 
-@dataclass(frozen=True, slots=True)
-class PendingPlan:
-    """A pending clustering instant with its decoded plan."""
-
-    instant: Instant
-    plan: ClusteringPlan
-
-
 class HoodieTable:
     """One copy-on-write table of version 6."""
 
@@ -46,6 +38,7 @@ class HoodieTable:
         self.timeline_store = TimelineStore(storage)
         self.lock_timeout_s = lock_timeout_s
         self.lock_stale_s = lock_stale_s
+        self.footer_ranges = FooterRanges(storage)
 
     # --- opening and creating -------------------------------------------------------------------------------
 
@@ -166,28 +159,43 @@ class HoodieTable:
 
     # --- listing and the file-system view ---------------------------------------------------------------------
 
-    def list_partitions(self) -> list[str]:
-        """Partition paths: folders holding a partition metafile or base files (``""`` = non-partitioned)."""
-        found: list[str] = []
+    def scan_files(self) -> tuple[list[str], list[BaseFile]]:
+        """One walk of the table: its partition paths (folders holding a partition metafile or base files;
+        ``""`` = non-partitioned) and their base files. Each folder is listed once."""
+        partitions: list[str] = []
+        files: list[BaseFile] = []
         stack = [""]
         while stack:
             rel = stack.pop()
-            entries = self.storage.list_dir(rel)
+            found: list[BaseFile] = []
             is_partition = False
-            for e in entries:
+            for e in self.storage.list_dir(rel):
                 if e.is_dir:
                     if rel == "" and e.name in _SKIP_DIRS:
                         continue
                     if not e.name.startswith("."):
                         stack.append(e.path)
-                elif e.name.startswith(PARTITION_METAFILE) or e.name.endswith(".parquet"):
+                    continue
+                if e.name.startswith(PARTITION_METAFILE):
                     is_partition = True
-            if is_partition:
-                found.append(rel)
-        return sorted(found)
+                bf = BaseFile.parse(rel, e.name, e.size)
+                if bf is not None:
+                    found.append(bf)
+                elif e.name.endswith(".parquet"):
+                    is_partition = True
+            if is_partition or found:
+                partitions.append(rel)
+                files.extend(found)
+        return sorted(partitions), files
+
+    def list_partitions(self) -> list[str]:
+        """Partition paths: folders holding a partition metafile or base files (``""`` = non-partitioned)."""
+        return self.scan_files()[0]
 
     def list_base_files(self, partitions: list[str] | None = None) -> list[BaseFile]:
-        partitions = self.list_partitions() if partitions is None else partitions
+        """Base files of the given partitions (each listed once), or of the whole table."""
+        if partitions is None:
+            return self.scan_files()[1]
         out: list[BaseFile] = []
         for partition in partitions:
             for e in self.storage.list_dir(partition):
@@ -204,28 +212,24 @@ class HoodieTable:
             pairs.append((inst.time, meta.partition_to_replace_file_ids or {}))
         return ReplacedGroups.from_instants(pairs)
 
-    def file_system_view(self, timeline: Timeline | None = None,
-                         base_files: list[BaseFile] | None = None) -> FileSystemView:
+    def file_system_view(self, timeline: Timeline | None = None, base_files: list[BaseFile] | None = None,
+                         partitions: list[str] | None = None) -> FileSystemView:
+        """The view of ``timeline`` (listed when None) over ``base_files`` of ``partitions`` (the whole table,
+        listed in one walk, when both are None)."""
         timeline = timeline if timeline is not None else self.timeline()
-        partitions = self.list_partitions()
-        files = base_files if base_files is not None else self.list_base_files(partitions)
+        if base_files is None:
+            if partitions is None:
+                partitions, base_files = self.scan_files()
+            else:
+                base_files = self.list_base_files(partitions)
         pending = PendingClustering.from_plans(
             (p.instant.time, p.plan.group_ids()) for p in self.pending_clustering_plans(timeline)
         )
-        return FileSystemView(timeline, files, self.replaced_groups(timeline), pending, frozenset(), partitions)
+        return FileSystemView(timeline, base_files, self.replaced_groups(timeline), pending, frozenset(),
+                              partitions or ())
 
     def base_file_uri(self, bf: BaseFile) -> str:
         return self.storage.uri(bf.relative_path)
-
-    def group_ids_touched_since(self, timeline: Timeline, time: str) -> set[FileGroupId]:
-        """File groups written or replaced by completed write instants after ``time``."""
-        out: set[FileGroupId] = set()
-        for inst in timeline.commits().completed().after(time):
-            meta = self.timeline_store.commit_metadata(inst)
-            out |= {(ws.partition_path or p, ws.file_id) for p, stats in meta.partition_to_write_stats.items()
-                    for ws in stats if ws.file_id}
-            out |= meta.replaced_groups()
-        return out
 
     def read_properties_text(self) -> str:
         try:

@@ -18,7 +18,6 @@ from hudi_clusterd.io.storage import FileInfo, Storage
 
 META_FOLDER = ".hoodie"
 TEMP_FOLDER = ".hoodie/.temp"
-HEARTBEAT_FOLDER = ".hoodie/.heartbeat"
 
 
 def meta_path(name: str) -> str:
@@ -33,6 +32,8 @@ class TimelineStore:
         self._cache: dict[tuple[str, int, int], object] = {}
         self._cache_lock = threading.Lock()
         self._files: dict[str, FileInfo] = {}
+        self.listed: tuple[FileInfo, ...] = ()
+        """Every file of the last listing of ``.hoodie/`` (instant files and others)."""
 
     def list_files(self) -> list[FileInfo]:
         return [fi for fi in self.storage.list_dir(META_FOLDER) if not fi.is_dir]
@@ -41,7 +42,9 @@ class TimelineStore:
         """A fresh timeline from a listing of ``.hoodie/``; non-instant files are ignored."""
         states: list[Instant] = []
         files: dict[str, FileInfo] = {}
-        for fi in self.list_files():
+        listed = self.list_files()
+        self.listed = tuple(listed)
+        for fi in listed:
             try:
                 inst = parse_instant_file_name(fi.name, fi.mtime_ms)
             except TimelineError as e:

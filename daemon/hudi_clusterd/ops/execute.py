@@ -23,13 +23,15 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
-from hudi_clusterd.errors import ClusterdError, CommitConflictError, ExecutionError
+from hudi_clusterd.errors import ClusterdError, CommitConflictError, ExecutionError, PlanError, StorageError
 from hudi_clusterd.io.storage import Storage
+from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.commit import complete, rollback_clustering
 from hudi_clusterd.ops.events import NoObserver, Observer, Outcome, PlanFinished, PlanStarted
 from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.pool import run_groups
 from hudi_clusterd.ops.ports import GroupRunner
+from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.snapshot import TableSnapshot
 
 log = structlog.get_logger(__name__)
@@ -82,7 +84,10 @@ def group_inputs(snapshot: TableSnapshot, plan: ClusteringPlan) -> list[list[Bas
         files: list[BaseFile] = []
         for s, bf in zip(group.slices, listed, strict=True):
             if bf is None:
-                rel = storage.rel_from_uri(s.data_file_path)  # refuses paths outside the table
+                try:
+                    rel = storage.rel_from_uri(s.data_file_path)  # refuses paths outside the table
+                except StorageError as e:
+                    raise ExecutionError(f"clustering plan input {s.data_file_path}: {e}") from e
                 info = storage.info(rel)
                 parsed = BaseFile.parse(s.partition_path, s.file_name, info.size if info else 0)
                 if info is None or parsed is None:
@@ -146,3 +151,25 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
         raise ExecutionError(f"clustering {instant} failed: {type(e).__name__}: {e}") from e
     finally:
         executor.ownership.release(claim)
+
+
+def execute_pending(table: HoodieTable, runner: GroupRunner, instant: str | None = None, *,
+                    ownership: Ownership | None = None, parallelism: int = DEFAULT_PARALLELISM,
+                    observer: Observer | None = None, figures: FiguresFn | None = None,
+                    cancel: threading.Event | None = None) -> ExecutionResult:
+    """What ``hudi-clusterd execute`` does: one snapshot, recovery of what dead executors left, then the plan
+    ``instant`` (the oldest pending plan by default)."""
+    ownership = ownership or Ownership()
+    snapshot = TableSnapshot.load(table)
+    recover(snapshot, ownership)
+    if instant is None:
+        if not snapshot.pending:
+            return ExecutionResult("", Outcome.SKIPPED, message="no pending clustering plan")
+        pending = snapshot.pending[0]
+    else:
+        found = snapshot.pending_plan(instant)
+        if found is None:
+            raise PlanError(f"no pending clustering plan {instant} on the timeline of {table.base_path}")
+        pending = found
+    executor = Executor(runner, ownership, parallelism, observer or NoObserver(), figures)
+    return execute(snapshot, pending, executor, cancel=cancel)

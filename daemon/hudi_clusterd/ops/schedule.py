@@ -1,8 +1,10 @@
 """Scheduling: decide whether to cluster, build the plan, and save it as ``<T>.replacecommit.requested``.
 
-The plan is computed outside the table lock (listing and footer reads can take a while); under the lock the
-timeline is reloaded, groups that another plan claimed or a commit touched meanwhile are dropped, and the
-requested instant is created with a fresh instant time. Ingestion is never held up for more than that.
+The table is listed outside the lock, and the footers of its small files are read there too (each file once per
+table object: base files never change). Under the table lock, the timeline is listed, the `TableSnapshot` built,
+the trigger checked, the plan made (pure, in memory), checked with `domain.conflicts` against the snapshot, and
+saved with a fresh instant time; when asked, the new plan is claimed for execution in the same lock hold.
+Nothing else is read under the lock, so ingestion is never held up for longer than planning takes.
 
 File groups that the last ``hot_commits`` completed ingestion commits updated (write stats with
 ``numUpdateWrites`` > 0) are hot and left out of the plan: ingestion wins conflicts with clustering, so planning
@@ -12,27 +14,23 @@ passed without updating them.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import structlog
 
-from hudi_clusterd.domain.file_group import FileGroupId
+from hudi_clusterd.domain.conflicts import find_conflicts, requirements
 from hudi_clusterd.domain.instant import Action, Instant, State
-from hudi_clusterd.domain.plan import ClusteringPlan, RequestedReplaceMetadata
-from hudi_clusterd.domain.planner import (
-    PlanningResult,
-    TriggerDecision,
-    drop_groups,
-    lost_file_groups,
-    plan_clustering,
-    trigger,
-)
-from hudi_clusterd.domain.policy import ClusteringPolicy
-from hudi_clusterd.domain.timeline import Timeline
+from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan, RequestedReplaceMetadata
+from hudi_clusterd.domain.planner import PlanningResult, TriggerDecision, drop_groups, plan_clustering, trigger
+from hudi_clusterd.domain.policy import ClusteringKey, ClusteringPolicy
+from hudi_clusterd.domain.sort_columns import avro_column_kinds, sort_column_problems
+from hudi_clusterd.errors import ConfigError
 from hudi_clusterd.io.avro import encode_requested_replace
-from hudi_clusterd.io.footers import column_ranges
 from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.ops.ownership import Claim, Ownership
+from hudi_clusterd.ops.snapshot import TableSnapshot
 
 log = structlog.get_logger(__name__)
 
@@ -41,11 +39,18 @@ DEFAULT_HOT_COMMITS = 2
 
 @dataclass(frozen=True, slots=True)
 class ScheduleResult:
-    """What ``schedule`` did: the saved instant (None on a dry run or when nothing was planned) and why."""
+    """What ``schedule`` did: the snapshot it decided on, the trigger, the planning, and the saved plan (None on a
+    dry run or when nothing was planned) with its claim when one was asked for."""
 
+    snapshot: TableSnapshot
     trigger: TriggerDecision
     planning: PlanningResult | None
-    instant: str | None = None
+    pending: PendingPlan | None = None
+    claim: Claim | None = None
+
+    @property
+    def instant(self) -> str | None:
+        return self.pending.time if self.pending else None
 
     @property
     def plan(self) -> ClusteringPlan | None:
@@ -59,29 +64,17 @@ class ScheduleResult:
         return self.planning.reason
 
 
-def schema_columns(table: HoodieTable) -> list[str] | None:
-    """Top-level column names of the table's current schema, or None when no schema is known yet."""
-    import json
-
-    schema = table.latest_schema()
-    if not schema:
-        return None
-    try:
-        return [str(f["name"]) for f in json.loads(schema).get("fields", [])]
-    except (ValueError, AttributeError, KeyError, TypeError):
-        return None
-
-
-def hot_file_groups(table: HoodieTable, timeline: Timeline, last_commits: int) -> set[FileGroupId]:
-    """File groups updated (``numUpdateWrites`` > 0) by the last ``last_commits`` completed ingestion commits."""
-    out: set[FileGroupId] = set()
-    if last_commits <= 0:
-        return out
-    for inst in timeline.of_actions([Action.COMMIT]).completed().instants[-last_commits:]:
-        for ws in table.timeline_store.commit_metadata(inst).write_stats():
-            if ws.num_update_writes > 0 and ws.file_id:
-                out.add((ws.partition_path or "", ws.file_id))
-    return out
+def check_sort_columns(snapshot: TableSnapshot, policy: ClusteringPolicy) -> None:
+    """Refuse sort columns the table's schema cannot order by (missing, or nested values), naming the key."""
+    if not policy.sort_columns:
+        return
+    schema = snapshot.schema()
+    kinds = avro_column_kinds(schema) if schema else None
+    if kinds is None:
+        return  # never written: nothing to plan either
+    problems = sort_column_problems(policy.sort_columns, kinds, key=ClusteringKey.SORT_COLUMNS.value)
+    if problems:
+        raise ConfigError(f"sort columns do not match the schema of {snapshot.table.base_path}", problems)
 
 
 def schedule(
@@ -92,44 +85,40 @@ def schedule(
     dry_run: bool = False,
     now: datetime | None = None,
     hot_commits: int = DEFAULT_HOT_COMMITS,
+    claim_with: Ownership | None = None,
 ) -> ScheduleResult:
     """Plan clustering for ``table`` and save the plan unless ``dry_run``; see the module docstring."""
     now = now or datetime.now(UTC)
-    timeline = table.timeline()
-    last = table.last_clustering_time(timeline)
-    decision = trigger(timeline.commits_since(last), last, policy, force)
-    if not decision.fire:
-        return ScheduleResult(decision, None)
-    if policy.sort_columns:
-        columns = schema_columns(table)
-        if columns is not None:
-            policy.validate_against_schema(columns)
-    view = table.file_system_view(timeline)
+    listing = table.scan_files()
     ranges = None
     if policy.sort_columns:
-        candidates = [sl.base_file for sl in view.latest_file_slices() if sl.size < policy.small_file_limit]
-        found = column_ranges(table.storage, candidates, policy.sort_columns[0])
-        ranges = lambda bf: found.get(bf.group_id)  # noqa: E731
-    clustered = {i.time for i in timeline.of_actions([Action.REPLACE_COMMIT]).completed()
-                 if table.is_clustering_instant(i)}
-    hot = hot_file_groups(table, timeline, hot_commits)
-    planning = plan_clustering(view, policy, now, table.base_file_uri, ranges=ranges, clustered_instants=clustered,
-                               hot_groups=hot)
-    if planning.plan is None or dry_run:
-        return ScheduleResult(decision, planning)
-    with table.lock():
-        fresh = table.timeline()
-        fresh_view = table.file_system_view(fresh)
-        plan = drop_groups(planning.plan, lost_file_groups(planning.plan, fresh_view))
+        small = [bf for bf in listing[1] if bf.size < policy.small_file_limit]
+        found = table.footer_ranges.ranges(small, policy.sort_columns[0])
+        ranges = lambda bf: found.get(bf.relative_path)  # noqa: E731
+    with nullcontext() if dry_run else table.lock():
+        snapshot = TableSnapshot.load(table, listing)
+        last = snapshot.last_clustering
+        decision = trigger(snapshot.timeline.commits_since(last), last, policy, force)
+        if not decision.fire:
+            return ScheduleResult(snapshot, decision, None)
+        check_sort_columns(snapshot, policy)
+        planning = plan_clustering(snapshot.view, policy, now, table.base_file_uri, ranges=ranges,
+                                   clustered_instants=snapshot.clustered_instants(),
+                                   hot_groups=snapshot.hot_groups(hot_commits), unsettled_groups=snapshot.unsettled)
+        if planning.plan is None or dry_run:
+            return ScheduleResult(snapshot, decision, planning)
+        lost = {c.group for c in find_conflicts(requirements(planning.plan), snapshot.view)}
+        plan = drop_groups(planning.plan, lost)
         if plan is None:
-            reason = "every planned file group was claimed or rewritten concurrently"
-            return ScheduleResult(decision, PlanningResult(None, reason))
-        instant_time = table.new_instant_time(fresh)
-        requested = Instant(instant_time, Action.REPLACE_COMMIT, State.REQUESTED)
+            reason = "every planned file group moved while it was planned"
+            return ScheduleResult(snapshot, decision, PlanningResult(None, reason))
+        requested = Instant(table.new_instant_time(snapshot.timeline), Action.REPLACE_COMMIT, State.REQUESTED)
         table.timeline_store.create(requested, encode_requested_replace(RequestedReplaceMetadata.for_plan(plan)))
+        pending = PendingPlan(requested, plan)
+        claim = claim_with.claim(table, pending, locked=True) if claim_with is not None else None
     if plan is not planning.plan:
-        planning = PlanningResult(plan, planning.reason + " (some groups dropped: touched concurrently)",
+        planning = PlanningResult(plan, planning.reason + " (some groups dropped: they moved while planned)",
                                   planning.partitions_considered, planning.eligible_slices, planning.skipped)
-    log.info("clustering plan saved", instant=instant_time, groups=len(plan.input_groups),
+    log.info("clustering plan saved", instant=requested.time, groups=len(plan.input_groups),
              slices=plan.num_slices, input_bytes=plan.input_bytes)
-    return ScheduleResult(decision, planning, instant_time)
+    return ScheduleResult(snapshot, decision, planning, pending, claim)

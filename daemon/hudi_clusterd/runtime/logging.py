@@ -12,6 +12,7 @@ renderer:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from typing import Final, Literal, TextIO
@@ -20,6 +21,15 @@ import structlog
 from structlog.typing import Processor
 
 from hudi_clusterd.errors import ConfigError
+from hudi_clusterd.ops.events import (
+    Event,
+    GroupFinished,
+    GroupStarted,
+    Outcome,
+    PlanFinished,
+    PlanScheduled,
+    PlanStarted,
+)
 
 LogFormat = Literal["auto", "json", "console"]
 
@@ -112,3 +122,29 @@ def _isatty(stream: TextIO) -> bool:
 
 
 __all__ = ["LEVELS", "LOG_FORMATS", "NOISY_LOGGERS", "LogFormat", "configure_logging", "reset_logging"]
+
+
+class EventLog:
+    """Logs the events of table operations (an ``ops.events.Observer``), one line each, with their fields."""
+
+    def __init__(self) -> None:
+        self.log = structlog.get_logger("hudi_clusterd.events")
+
+    def notify(self, event: Event) -> None:
+        fields = {k: v for k, v in dataclasses.asdict(event).items() if k != "table"}
+        if isinstance(event, PlanScheduled):
+            self.log.info("scheduled clustering", **fields)
+        elif isinstance(event, PlanStarted):
+            self.log.info("plan started", **fields)
+        elif isinstance(event, GroupStarted):
+            self.log.info("group started", **fields)
+        elif isinstance(event, GroupFinished):
+            self.log.info("group finished", **fields)
+        elif isinstance(event, PlanFinished):
+            fields["outcome"] = event.outcome.value
+            if event.outcome is Outcome.COMPLETED:
+                self.log.info("clustering completed", **fields)
+            else:
+                self.log.info("plan finished", **fields)
+        else:
+            self.log.debug(type(event).__name__, **fields)

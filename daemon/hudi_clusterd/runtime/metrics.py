@@ -1,4 +1,5 @@
-"""Prometheus metrics of the daemon, the HTTP exporter serving them, and the loop's liveness heartbeat.
+"""Prometheus metrics of the daemon, and the observer that feeds them from table-operation events (served over
+HTTP by ``runtime.metrics_server``).
 
 Every metric lives in a registry owned by one ``Metrics`` instance (never the global default registry),
 so tests and several daemons in one process never share state. Names follow
@@ -8,26 +9,30 @@ so tests and several daemons in one process never share state. Names follow
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Final, Literal, get_args
+from typing import Final, get_args
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.exposition import choose_encoder
 
+from hudi_clusterd.ops.events import (
+    Event,
+    GroupFinished,
+    GroupStarted,
+    LayoutMeasured,
+    Outcome,
+    PlanFinished,
+    PlanScheduled,
+    TableObserved,
+)
 from hudi_clusterd.runtime.reload import ReloadOutcome
 
 log = structlog.get_logger(__name__)
 
-PlanOutcome = Literal["completed", "failed", "rolled_back", "conflict"]
+PLAN_OUTCOMES: Final[tuple[str, ...]] = tuple(o.value for o in Outcome if o is not Outcome.SKIPPED)
 """How a clustering plan ended: committed, its job failed, it was rolled back, or a concurrent write won."""
-
-PLAN_OUTCOMES: Final[tuple[PlanOutcome, ...]] = get_args(PlanOutcome)
 RELOAD_OUTCOMES: Final[tuple[ReloadOutcome, ...]] = get_args(ReloadOutcome)
 
 PREFIX: Final = "hudi_clusterd"
@@ -146,7 +151,7 @@ class Metrics:
     def plan_finished(
         self,
         table: str,
-        outcome: PlanOutcome,
+        outcome: str,
         duration_s: float,
         bytes_rewritten: int = 0,
         files_rewritten: int = 0,
@@ -244,132 +249,42 @@ def _counter(reg: CollectorRegistry, suffix: str, labels: tuple[str, ...], doc: 
     return Counter(f"{PREFIX}_{suffix}", doc, labels, registry=reg)
 
 
-class Heartbeat:
-    """Liveness of the scheduling loop: it calls ``beat()`` every tick; healthy while the last beat is fresh.
+class MetricsObserver:
+    """Turns the events of table operations into metric updates (an ``ops.events.Observer``)."""
 
-    Construction counts as a beat, so start-up gets ``max_age_seconds`` before the first tick must happen.
-    """
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self._pending: dict[str, int] = {}
+        self._lock = threading.Lock()
 
-    def __init__(self, max_age_seconds: float, *, clock: Callable[[], float] = time.monotonic) -> None:
-        if max_age_seconds <= 0:
-            raise ValueError(f"heartbeat max age must be > 0 seconds, got {max_age_seconds}")
-        self.max_age_seconds = max_age_seconds
-        self._clock = clock
-        self._last = clock()
+    def notify(self, event: Event) -> None:
+        m = self.metrics
+        if isinstance(event, PlanScheduled):
+            m.plan_scheduled(event.table)
+        elif isinstance(event, GroupStarted):
+            m.group_started()
+        elif isinstance(event, GroupFinished):
+            m.group_finished()
+        elif isinstance(event, PlanFinished):
+            if event.outcome is not Outcome.SKIPPED:
+                m.plan_finished(event.table, event.outcome.value, event.seconds, event.bytes_replaced,
+                                event.files_replaced)
+        elif isinstance(event, TableObserved):
+            m.set_commits_since_clustering(event.table, event.commits_since_clustering)
+            m.set_pending_plans(event.table, event.pending_plans, event.oldest_pending_age_s)
+            m.set_snapshot(event.table, event.files, event.small_files)
+            with self._lock:
+                self._pending[event.table] = event.pending_plans
+                m.set_plans_queued(sum(self._pending.values()))
+        elif isinstance(event, LayoutMeasured):
+            m.set_files_scanned_ratio(event.table, event.ratio)
 
-    def beat(self) -> None:
-        """Record that the loop is alive now."""
-        self._last = self._clock()
-
-    def age(self) -> float:
-        """Seconds since the last beat."""
-        return self._clock() - self._last
-
-    def healthy(self) -> bool:
-        """True while the last beat is younger than ``max_age_seconds``."""
-        return self.age() < self.max_age_seconds
-
-
-class MetricsServer:
-    """A small threaded HTTP server: ``/metrics`` (Prometheus exposition) and ``/healthz`` (200 or 503).
-
-    Binds ``host`` (the daemon's default is ``DEFAULT_HOST``, loopback only; an IPv6 literal works too);
-    ``port=0`` picks a free port, readable from ``.port`` after
-    ``start()``. ``stop()`` shuts the server down and joins its thread.
-    """
-
-    def __init__(self, host: str, port: int, metrics: Metrics, health: Callable[[], bool]) -> None:
-        self._metrics = metrics
-        self._health = health
-        self._host = host
-        self._requested_port = port
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        """The bound port (the ephemeral one when constructed with 0); only valid once started."""
-        if self._server is None:
-            raise RuntimeError("MetricsServer.port read before start()")
-        return int(self._server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        """Base URL of the running server, e.g. ``http://127.0.0.1:9464``."""
-        host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self.port}"
-
-    def start(self) -> None:
-        """Bind and serve in a daemon thread. Raises ``OSError`` when the address cannot be bound."""
-        if self._server is not None:
-            raise RuntimeError("MetricsServer already started")
-        handler = _handler_class(self._metrics.registry, self._health)
-        server_class = _IPv6Server if ":" in self._host else ThreadingHTTPServer
-        server = server_class((self._host, self._requested_port), handler)
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="metrics-http", daemon=True
-        )
-        self._thread.start()
-        log.info("metrics server listening", address=self.url)
-
-    def stop(self) -> None:
-        """Stop serving, close the socket and join the thread. Safe to call twice or before start()."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        server.shutdown()
-        server.server_close()
-        if thread is not None:
-            thread.join()
-        self._server = self._thread = None
-
-    def __enter__(self) -> MetricsServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-class _IPv6Server(ThreadingHTTPServer):
-    address_family = socket.AF_INET6
-
-
-def _handler_class(registry: CollectorRegistry, health: Callable[[], bool]) -> type[BaseHTTPRequestHandler]:
-    class _Handler(BaseHTTPRequestHandler):
-        server_version = "hudi-clusterd"
-
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
-                self._reply(HTTPStatus.OK, encoder(registry), content_type)
-            elif path == "/healthz":
-                try:
-                    ok = health()
-                except Exception:
-                    log.exception("health check raised")
-                    ok = False
-                if ok:
-                    self._reply(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
-                else:
-                    self._reply(HTTPStatus.SERVICE_UNAVAILABLE, b"stuck\n", "text/plain; charset=utf-8")
-            else:
-                self._reply(HTTPStatus.NOT_FOUND, b"not found: try /metrics or /healthz\n", "text/plain")
-
-        def _reply(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            log.debug("metrics http request", client=self.client_address[0], request=format % args)
-
-    return _Handler
+    def forget_table(self, table: str) -> None:
+        """A table left the configuration: drop its series and its share of the queue."""
+        self.metrics.forget_table(table)
+        with self._lock:
+            self._pending.pop(table, None)
+            self.metrics.set_plans_queued(sum(self._pending.values()))
 
 
 __all__ = [
@@ -378,9 +293,7 @@ __all__ = [
     "DURATION_BUCKETS",
     "PLAN_OUTCOMES",
     "RELOAD_OUTCOMES",
-    "Heartbeat",
     "Metrics",
-    "MetricsServer",
-    "PlanOutcome",
+    "MetricsObserver",
     "ReloadOutcome",
 ]

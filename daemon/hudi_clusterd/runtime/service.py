@@ -1,28 +1,37 @@
-"""The long-running service: one worker thread per table, a shared engine, metrics, reload and shutdown.
+"""The service: one worker thread per table over a shared engine.
 
 Each table worker waits on a wake-up event that its timeline watcher sets on new instants (with a periodic full
-check as a safety net). A tick reads the current settings once, refreshes the table's gauges, schedules a plan
-when enough commits have accumulated, then executes pending plans oldest first. Groups of a plan run on the
-executor's thread pool, each as a job of the one shared SparkSession.
+check as a safety net). A tick reads the current settings once and keeps its table object between ticks (its
+timeline cache and footer ranges survive); then `ops.schedule` takes the tick's one `TableSnapshot` (and
+schedules, and claims, when due); the first tick recovers what a crashed executor left; the table's state is
+reported; and pending plans run oldest first, the one just scheduled last. Groups of a plan run on the
+executor's thread pool, each as a job of the shared engine.
 
-Stop order (``Daemon.stop``): stop scheduling and starting plans; let running plans finish within the grace
-period; then cancel their Spark jobs (the executor rolls the cancelled instant back, or the next start does);
-stop the watchers, the metrics server, and finally the SparkSession.
+Events go to the daemon's observer (metrics and logs, wired by ``runtime.app``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import structlog
 
+from hudi_clusterd.domain.commit import WriteStat
+from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
 from hudi_clusterd.errors import ClusterdError
-from hudi_clusterd.ops.execute import Engine, ExecutionResult, execute, recover_abandoned
+from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.layout.figures import clustering_figures, ratio_after
+from hudi_clusterd.ops.commit import rollback_clustering
+from hudi_clusterd.ops.events import Event, LayoutMeasured, Observer, Outcome, PlanScheduled, TableObserved
+from hudi_clusterd.ops.execute import ExecutionResult, Executor, execute
+from hudi_clusterd.ops.ownership import Claim, Ownership
+from hudi_clusterd.ops.ports import GroupRunner
+from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
-from hudi_clusterd.runtime.metrics import Metrics
+from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.watcher import TimelineWatcher
 from hudi_clusterd.settings import Settings, TableSpec
@@ -30,6 +39,22 @@ from hudi_clusterd.settings import Settings, TableSpec
 log = structlog.get_logger(__name__)
 
 MAX_ATTEMPTS_PER_PLAN = 3
+
+
+class _Beating:
+    """Forwards events under the worker's configured table name (the ``table`` label of every metric; the
+    operations know only the table's own name) and records that the worker is alive (a group that runs for an
+    hour still beats)."""
+
+    def __init__(self, worker: TableWorker, observer: Observer) -> None:
+        self.worker = worker
+        self.observer = observer
+
+    def notify(self, event: Event) -> None:
+        self.worker.last_beat = time.monotonic()
+        if event.table != self.worker.name:
+            event = dataclasses.replace(event, table=self.worker.name)
+        self.observer.notify(event)
 
 
 class TableWorker:
@@ -43,10 +68,13 @@ class TableWorker:
         self.busy = False
         self.last_beat = time.monotonic()
         self.current_instant: str | None = None
+        self.table: HoodieTable | None = None
+        self._table_key: tuple[str, float, float] | None = None
         self._failures: dict[str, int] = {}
         self._thread = threading.Thread(target=self._run, name=f"table-{name}", daemon=True)
         self._watcher: TimelineWatcher | None = None
-        self._started_recovery = False
+        self._recovered = False
+        self.observer = _Beating(self, daemon.observer)
 
     @property
     def spec(self) -> TableSpec:
@@ -93,123 +121,101 @@ class TableWorker:
                 self.wake.wait(self.daemon.settings.current.poll_interval_seconds)
                 self.wake.clear()
 
-    def tick(self) -> None:
-        """One pass: refresh gauges, schedule when due, execute pending plans oldest first."""
-        from hudi_clusterd.io.table import HoodieTable
+    def open_table(self, settings: Settings, spec: TableSpec) -> HoodieTable:
+        """The table, kept between ticks; opened again when its base path or lock settings change."""
+        key = (spec.base_path, settings.lock_timeout_seconds, settings.lock_stale_seconds)
+        if self.table is None or self._table_key != key:
+            self.table = HoodieTable.open(spec.base_path, lock_timeout_s=settings.lock_timeout_seconds,
+                                          lock_stale_s=settings.lock_stale_seconds)
+            self._table_key = key
+        return self.table
 
-        settings: Settings = self.daemon.settings.current
+    def tick(self) -> None:
+        """One pass: snapshot (and schedule when due), recover, report, execute pending plans oldest first."""
+        settings = self.daemon.settings.current
         spec = settings.table(self.name)
-        metrics = self.daemon.metrics
-        table = HoodieTable.open(spec.base_path, lock_timeout_s=settings.lock_timeout_seconds,
-                                 lock_stale_s=settings.lock_stale_seconds)
-        if not self._started_recovery:
-            recover_abandoned(table)  # plans left inflight by a crashed daemon go back to requested
-            self._started_recovery = True
-        self._refresh_gauges(table, spec)
+        table = self.open_table(settings, spec)
         if self.daemon.stopping.is_set():
             return
-        result = schedule(table, spec.policy)
-        if result.instant is not None:
-            metrics.plan_scheduled(self.name)
-            log.info("scheduled clustering", instant=result.instant, reason=result.reason)
+        result = schedule(table, spec.policy, claim_with=self.daemon.ownership)
+        snapshot = result.snapshot
+        if result.pending is not None:
+            plan = result.pending.plan
+            self.observer.notify(PlanScheduled(self.name, result.pending.time, len(plan.input_groups),
+                                               plan.num_slices, plan.input_bytes, result.reason))
         elif result.trigger.fire:
             log.info("nothing to schedule", reason=result.reason)
-        for pending in table.pending_clustering_plans():
+        if not self._recovered:
+            recover(snapshot, self.daemon.ownership)  # plans left inflight by a crashed daemon go back to requested
+            self._recovered = True
+        self._observe(snapshot, spec, scheduled=1 if result.pending else 0)
+        queue: list[tuple[PendingPlan, Claim | None]] = [(p, None) for p in snapshot.pending]
+        if result.pending is not None:
+            queue.append((result.pending, result.claim))
+        done: list[tuple[ClusteringPlan, Sequence[WriteStat]]] = []
+        for pending, claim in queue:
             if self.daemon.stopping.is_set():
-                return
-            self._execute(table, spec, pending.instant.time)
-        self._refresh_gauges(table, spec)
+                if claim is not None:
+                    self.daemon.ownership.release(claim)  # left inflight without an owner: recovered on start
+                continue
+            outcome = self._execute(snapshot, spec, pending, claim)
+            if outcome is not None and outcome.outcome is Outcome.COMPLETED:
+                done.append((pending.plan, outcome.write_stats))
+        if done and spec.policy.sort_columns:
+            ratio = ratio_after(table.storage, snapshot.view, done, spec.policy.sort_columns)
+            if ratio is not None:
+                self.observer.notify(LayoutMeasured(self.name, spec.policy.sort_columns, ratio))
 
-    def _refresh_gauges(self, table: Any, spec: TableSpec) -> None:
-        metrics = self.daemon.metrics
-        timeline = table.timeline()
-        metrics.set_commits_since_clustering(self.name, table.commits_since_last_clustering(timeline))
-        plans = table.pending_clustering_plans(timeline)
-        ages = [table.instant_age_seconds(p.instant.time) for p in plans]
-        metrics.set_pending_plans(self.name, len(plans), max(ages) if ages else None)
-        self.daemon.pending_by_table[self.name] = len(plans)
-        view = table.file_system_view(timeline)
-        latest = view.latest_file_slices()
-        metrics.set_snapshot(self.name, len(latest), sum(1 for s in latest if s.size < spec.policy.small_file_limit))
-        self.daemon.update_queue_gauge()
+    def _observe(self, snapshot: TableSnapshot, spec: TableSpec, scheduled: int) -> None:
+        latest = snapshot.latest_files()
+        self.observer.notify(TableObserved(
+            self.name, snapshot.commits_since_clustering, len(snapshot.pending) + scheduled,
+            snapshot.oldest_pending_age_s(), len(latest),
+            sum(1 for f in latest if f.size < spec.policy.small_file_limit)))
 
-    def _execute(self, table: Any, spec: TableSpec, instant: str) -> None:
-        metrics = self.daemon.metrics
+    def _execute(self, snapshot: TableSnapshot, spec: TableSpec, pending: PendingPlan, claim: Claim | None
+                 ) -> ExecutionResult | None:
+        instant = pending.time
         cancel = threading.Event()
         self.busy = True
         self.current_instant = instant
         self.daemon.register_running(self.name, instant, cancel)
-
-        def progress(event: str, info: Mapping[str, Any]) -> None:
-            self.last_beat = time.monotonic()
-            if event == "group_started":
-                metrics.group_started()
-            elif event == "group_finished":
-                metrics.group_finished()
-            log.info(event.replace("_", " "), **{**dict(info), "instant": instant})
-
-        started = time.monotonic()
-        outcome = "failed"
-        result: ExecutionResult | None = None
+        executor = Executor(self.daemon.runner, self.daemon.ownership, spec.policy.max_parallelism, self.observer,
+                            clustering_figures)
         try:
             with structlog.contextvars.bound_contextvars(instant=instant):
-                result = execute(table, spec.policy, self.daemon.engine.runner, instant, progress=progress,
-                                 cancel=cancel, layout=self.daemon.engine.layout)
-            outcome = result.outcome
+                result = execute(snapshot, pending, executor, cancel=cancel, claim=claim)
+            if result.outcome is Outcome.COMPLETED:
+                self._failures.pop(instant, None)
+            return result
         except ClusterdError as e:
             self._failures[instant] = self._failures.get(instant, 0) + 1
-            # ``cancel`` is also set by the executor itself when one group fails (to stop the others), so only
-            # the daemon stopping means "cancelled, not failed"
-            cancelled = self.daemon.stopping.is_set()
-            outcome = "rolled_back" if cancelled else "failed"
+            cancelled = self.daemon.stopping.is_set()  # a shutdown cancelled it: not a failure of the plan
             log.error("clustering failed", instant=instant, error=str(e), attempt=self._failures[instant])
             if self._failures[instant] >= MAX_ATTEMPTS_PER_PLAN and not cancelled:
-                from hudi_clusterd.ops.execute import rollback_clustering
-
-                rollback_clustering(table, instant, purge=True)
+                rollback_clustering(snapshot.table, instant, purge=True)
                 log.error("clustering plan dropped after repeated failures", instant=instant,
                           attempts=self._failures.pop(instant))
+            return None
         finally:
             self.busy = False
             self.current_instant = None
             self.daemon.unregister_running(self.name, instant)
-        if outcome == "skipped":
-            return
-        bytes_rewritten = result.bytes_replaced if result else 0
-        files_rewritten = result.files_replaced if result else 0
-        metrics.plan_finished(self.name, _metric_outcome(outcome), time.monotonic() - started, bytes_rewritten,
-                              files_rewritten)
-        if result is not None and result.outcome == "completed":
-            self._failures.pop(instant, None)
-            log.info("clustering completed", instant=instant, files_in=result.files_replaced,
-                     files_out=result.files_written, seconds=round(result.duration_s, 1),
-                     files_scanned_before=result.layout_before, files_scanned_after=result.layout_after)
-            self._refresh_layout(table, spec)
-
-    def _refresh_layout(self, table: Any, spec: TableSpec) -> None:
-        measure = self.daemon.engine.snapshot_layout
-        if measure is None or not spec.policy.sort_columns:
-            return
-        ratio = measure(table, spec.policy.sort_columns)
-        if ratio is not None:
-            self.daemon.metrics.set_files_scanned_ratio(self.name, ratio)
-
-
-def _metric_outcome(outcome: str) -> Any:
-    return outcome if outcome in ("completed", "failed", "rolled_back", "conflict") else "failed"
 
 
 class Daemon:
     """Owns the table workers; ``start()``, ``stop(grace)``, ``join()``."""
 
-    def __init__(self, settings: SettingsHolder[Settings], metrics: Metrics, engine: Engine) -> None:
+    def __init__(self, settings: SettingsHolder[Settings], runner: GroupRunner, observer: Observer,
+                 *, forget_table: Callable[[str], None] | None = None) -> None:
         self.settings = settings
-        self.metrics = metrics
-        self.engine = engine
+        self.runner = runner
+        self.observer = observer
+        self.ownership = Ownership()
         self.stopping = threading.Event()
         self.workers: dict[str, TableWorker] = {}
         self._running: dict[tuple[str, str], threading.Event] = {}
-        self.pending_by_table: dict[str, int] = {}
+        self._forget_table = forget_table
         self._lock = threading.Lock()
         self.grace_expired = False
 
@@ -224,8 +230,8 @@ class Daemon:
                 worker = self.workers.pop(name)
                 worker.stop()
                 threading.Thread(target=worker.join, name=f"stop-{name}", daemon=True).start()
-                self.metrics.forget_table(name)
-                self.pending_by_table.pop(name, None)
+                if self._forget_table is not None:
+                    self._forget_table(name)
                 log.info("table removed", table=name)
             for name in sorted(wanted - set(self.workers)):
                 worker = TableWorker(name, self)
@@ -268,18 +274,14 @@ class Daemon:
         with self._lock:
             return list(self._running)
 
-    def update_queue_gauge(self) -> None:
-        """Plans waiting or running, over every table."""
-        self.metrics.set_plans_queued(sum(self.pending_by_table.values()))
-
     def healthy(self) -> bool:
         interval = self.settings.current.poll_interval_seconds
         max_age = max(60.0, 3 * interval)
-        workers = list(self.workers.values())
-        return all(w.healthy(max_age) for w in workers)
+        return all(w.healthy(max_age) for w in list(self.workers.values()))
 
     def stop(self, grace_s: float) -> bool:
-        """Stop gracefully; returns False when running plans had to be cancelled after ``grace_s``."""
+        """Stop scheduling and starting plans; let running plans finish within ``grace_s``; then cancel their
+        engine jobs (each worker rolls its cancelled instant back). Returns False when it had to cancel."""
         self.stopping.set()
         for w in list(self.workers.values()):
             w.stop()
@@ -290,21 +292,20 @@ class Daemon:
         if leftover:
             self.grace_expired = True
             log.warning("grace period over; cancelling running clustering", plans=len(leftover))
-            for (table, instant) in leftover:
+            for table, instant in leftover:
                 with self._lock:
                     cancel = self._running.get((table, instant))
                 if cancel is not None:
                     cancel.set()
                 worker = self.workers.get(table)
-                if worker is not None:
+                if worker is not None and worker.table is not None:
                     try:
-                        from hudi_clusterd.io.table import HoodieTable
-
-                        self.engine.runner.cancel(HoodieTable.open(worker.spec.base_path), instant)
+                        self.runner.cancel(worker.table, instant)
                     except ClusterdError as e:
                         log.warning("cancel failed", table=table, instant=instant, error=str(e))
         return not leftover
 
     def join(self, timeout: float | None = None) -> None:
+        """Wait for the workers (and stop their timeline watchers)."""
         for w in list(self.workers.values()):
             w.join(timeout)

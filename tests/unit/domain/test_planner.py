@@ -4,9 +4,10 @@ from datetime import datetime
 
 import pytest
 
+from hudi_clusterd.domain.conflicts import find_conflicts, requirements
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering
-from hudi_clusterd.domain.planner import drop_groups, lost_file_groups, plan_clustering, trigger
+from hudi_clusterd.domain.planner import drop_groups, plan_clustering, trigger
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from tests.builders import make_base_file, make_timeline
 
@@ -147,7 +148,8 @@ def test_plan_records_slices_with_full_uri_and_sort_params() -> None:
     assert plan is not None
     s = plan.input_groups[0].slices[0]
     assert s.data_file_path.startswith("file:/t/a/") and s.bootstrap_file_path == "" and s.delta_file_paths == ()
-    assert plan.strategy.params == {"hoodie.clustering.plan.strategy.sort.columns": "x,y"}
+    assert plan.strategy.params["hoodie.clustering.plan.strategy.sort.columns"] == "x,y"
+    assert plan.strategy.work_order.sort_columns == ("x", "y")
     assert plan.preserve_hoodie_metadata
 
 
@@ -161,7 +163,7 @@ def test_lost_groups_are_dropped_before_saving() -> None:
     newer = FileSystemView(make_timeline(C1, "20240101000000002"),
                            [sl.base_file for sl in newer.file_groups()[0].slices] +
                            [sl.base_file for g in newer.file_groups()[1:] for sl in g.slices])
-    lost = lost_file_groups(plan, newer)
+    lost = {c.group for c in find_conflicts(requirements(plan), newer)}
     assert lost == {("a", "a-f0")}
     trimmed = drop_groups(plan, lost)
     assert trimmed is not None and {g.partition_path for g in trimmed.input_groups} == {"b"}

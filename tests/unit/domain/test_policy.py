@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hudi_clusterd.domain import partition_filter, policy, policy_keys
+from hudi_clusterd.domain.plan import WorkOrder
 from hudi_clusterd.domain.policy import (
     DEFAULT_POLICY,
     ClusteringKey,
@@ -291,7 +292,7 @@ def test_parse_policy_allow_updates_strategy_accepted_silently() -> None:
 
 def test_parse_policy_csv_values_trimmed_and_selected_partitions_deduplicated() -> None:
     p, _ = parse_policy(
-        {K.SORT_COLUMNS: " a , b ,,", K.PARTITION_SELECTED: "2024/01/02, 2024/01/01,2024/01/02"}, source="test"
+        {K.SORT_COLUMNS: " a , b ", K.PARTITION_SELECTED: "2024/01/02, 2024/01/01,2024/01/02"}, source="test"
     )
     assert p.sort_columns == ("a", "b")
     assert p.selected_partitions == ("2024/01/02", "2024/01/01")
@@ -416,26 +417,25 @@ def test_parse_policy_regex_with_selected_partitions_warned() -> None:
 # --- schema check, plan params, round trip ---
 
 
-def test_validate_against_schema_known_columns_pass() -> None:
-    p, _ = parse_one(K.SORT_COLUMNS, "a,nested.b")
-    p.validate_against_schema(["a", "nested", "nested.b", "c"])
-
-
-def test_validate_against_schema_missing_columns_named_with_available_ones() -> None:
-    p, _ = parse_one(K.SORT_COLUMNS, "ID,nope,b")
+@pytest.mark.parametrize(("raw", "why"), [("a,b,a", "'a' appears twice"), ("a,nested.b", "'nested.b' is a nested"),
+                                          ("a,,b", "without empty items")])
+def test_parse_policy_bad_sort_columns_are_refused_naming_the_key(raw: str, why: str) -> None:
     with pytest.raises(ConfigError) as info:
-        p.validate_against_schema(["id", "b", "c"])
-    problems = info.value.problems
-    assert len(problems) == 2
-    assert "column 'ID' is not in the table schema (did you mean 'id'?)" in problems[0]
-    assert "column 'nope'" in problems[1]
-    assert problems[1].endswith("columns are b, c, id")
+        parse_one(K.SORT_COLUMNS, raw)
+    (problem,) = info.value.problems
+    assert problem.startswith(f"{K.SORT_COLUMNS.value}: ") and why in problem
 
 
-def test_strategy_params_only_sort_columns_when_set() -> None:
-    assert DEFAULT_POLICY.strategy_params() == {}
+def test_strategy_params_are_the_work_order_with_sort_columns_only_when_set() -> None:
+    assert DEFAULT_POLICY.strategy_params() == {
+        "hoodie.layout.optimize.strategy": "LINEAR", "hoodie.layout.optimize.curve.build.method": "DIRECT",
+        "hoodie.layout.optimize.build.curve.sample.size": "200000",
+        "hoodie.clustering.plan.strategy.target.file.max.bytes": "1073741824",
+        "hoodie.bloom.index.filter.type": "DYNAMIC_V0", "hoodie.index.bloom.num_entries": "60000",
+        "hoodie.index.bloom.fpp": "1e-09", "hoodie.bloom.index.filter.dynamic.max.entries": "100000"}
     p, _ = parse_one(K.SORT_COLUMNS, "a, b")
-    assert p.strategy_params() == {"hoodie.clustering.plan.strategy.sort.columns": "a,b"}
+    assert p.strategy_params()["hoodie.clustering.plan.strategy.sort.columns"] == "a,b"
+    assert WorkOrder.from_params(p.strategy_params()) == p.work_order
 
 
 _NAME = st.text(st.characters(min_codepoint=48, max_codepoint=122, exclude_characters=",\\"), min_size=1, max_size=8)
@@ -446,7 +446,7 @@ _NAME = st.text(st.characters(min_codepoint=48, max_codepoint=122, exclude_chara
         {
             "small_file_limit": st.integers(1, 2**40),
             "max_num_groups": st.integers(1, 1000),
-            "sort_columns": st.lists(_NAME, max_size=3).map(tuple),
+            "sort_columns": st.lists(_NAME, max_size=3, unique=True).map(tuple),
             "partition_filter_mode": st.sampled_from(PartitionFilterMode),
             "lookback_partitions": st.integers(-5, 50),
             "selected_partitions": st.lists(_NAME, max_size=3, unique=True).map(tuple),

@@ -7,7 +7,6 @@ import fastavro
 import pytest
 
 from hudi_clusterd.domain.plan import (
-    SORT_COLUMNS_PARAM,
     ClusteringGroup,
     ClusteringPlan,
     ClusteringStrategy,
@@ -17,6 +16,8 @@ from hudi_clusterd.domain.plan import (
 from hudi_clusterd.errors import MetadataDecodeError
 from hudi_clusterd.io import avro
 from tests.support import require_shared
+
+SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
 
 SHIPPED = ["HoodieRequestedReplaceMetadata", "HoodieClusteringPlan", "HoodieClusteringGroup", "HoodieSliceInfo",
            "HoodieClusteringStrategy", "HoodieRollbackPlan", "HoodieRollbackMetadata", "HoodieInstantInfo",

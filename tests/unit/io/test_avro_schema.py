@@ -15,12 +15,12 @@ from hudi_clusterd.io.avro_schema import (
     arrow_to_avro_json,
     avro_json,
     avro_to_arrow,
-    check_writable_as,
     decimal_fixed_size,
     normalize_arrow_schema,
     record_name_and_namespace,
     sanitize_name,
 )
+from hudi_clusterd.io.schema_fit import check_writable_as
 
 GOLDEN = ["v6_complexkeygen_hivestyle", "v6_nonpartitioned", "v6_simplekeygen_hivestyle_no_metafields",
           "v6_simplekeygen_nonhivestyle", "v6_simplekeygen_nonhivestyle_overwritetable",

@@ -15,14 +15,13 @@ from hudi_clusterd.engine.ingest.write_client import (
     WRITER_KEY,
     abort,
     complete_commit,
-    heartbeat_expired,
-    heartbeat_path,
     rollback_failed_writes,
     start_commit,
 )
 from hudi_clusterd.errors import ExecutionError, TableError, TimelineError
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json
 from hudi_clusterd.io.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds
+from hudi_clusterd.io.heartbeat import heartbeat_expired, heartbeat_path
 from hudi_clusterd.io.markers import marker_dir
 from hudi_clusterd.io.table import HoodieTable
 

@@ -14,19 +14,26 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
+from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.instant import Action, Instant, State
-from hudi_clusterd.domain.plan import ClusteringPlan
-from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
+from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
+from hudi_clusterd.domain.policy import parse_policy
+from hudi_clusterd.io.heartbeat import heartbeat_path
 from hudi_clusterd.io.markers import create_marker
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.ops.execute import _RUNNING, _RUNNING_LOCK, claim, execute, heartbeat_rel, recover_abandoned
+from hudi_clusterd.ops.events import Outcome
+from hudi_clusterd.ops.execute import Executor, execute
+from hudi_clusterd.ops.ownership import Ownership
+from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.ops.snapshot import TableSnapshot
 from tests.tablegen import TableGen
 
 FILE_ID = "00000000-0000-0000-0000-000000000000-0"
@@ -38,22 +45,28 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def _scheduled(tmp_path: Path) -> tuple[HoodieTable, str]:
+def _scheduled(tmp_path: Path) -> tuple[HoodieTable, PendingPlan]:
     gen = TableGen(tmp_path / "t")
     for i in range(4):
         gen.commit({"p1": [float(i)], "p2": [float(i)]})
     scheduled = schedule(gen.table, parse_policy({}, source="test")[0])
-    assert scheduled.instant is not None
-    return gen.table, scheduled.instant
+    assert scheduled.pending is not None
+    return gen.table, scheduled.pending
 
 
-def _committed_but_not_cleaned(tmp_path: Path) -> tuple[HoodieTable, str]:
+def _dead_owner(table: HoodieTable, instant: str) -> None:
+    owner = json.dumps({"owner": f"{socket.gethostname()}:{_dead_pid()}:x", "token": "x"}).encode()
+    table.storage.write_bytes(heartbeat_path(instant), owner, overwrite=True)
+
+
+def _committed_but_not_cleaned(tmp_path: Path, ownership: Ownership) -> tuple[HoodieTable, str]:
     """A clustering whose replacecommit is written, with its marker and owner heartbeat still there."""
-    table, instant = _scheduled(tmp_path)
-    claimed = claim(table, instant)
+    table, pending = _scheduled(tmp_path)
+    instant = pending.time
+    claimed = ownership.claim(table, pending)
     assert claimed is not None
-    plan, heartbeat = claimed
-    heartbeat.stop(delete=False)
+    plan = claimed.pending.plan
+    claimed.heartbeat.stop(delete=False)
     name = f"{FILE_ID}_0-1-1_{instant}.parquet"
     create_marker(table.storage, instant, "p1", name)
     replaced: dict[str, tuple[str, ...]] = {}
@@ -66,52 +79,55 @@ def _committed_but_not_cleaned(tmp_path: Path) -> tuple[HoodieTable, str]:
     return table, instant
 
 
-def test_recover_abandoned_dead_owner_of_completed_clustering_removes_markers_and_heartbeat(tmp_path: Path) -> None:
-    table, instant = _committed_but_not_cleaned(tmp_path)
-    with _RUNNING_LOCK:
-        _RUNNING.discard((table.base_path, instant))
-    owner = json.dumps({"owner": f"{socket.gethostname()}:{_dead_pid()}", "token": "x"}).encode()
-    table.storage.write_bytes(heartbeat_rel(instant), owner, overwrite=True)
+def test_recover_dead_owner_of_completed_clustering_removes_markers_and_heartbeat(tmp_path: Path) -> None:
+    ownership = Ownership()
+    table, instant = _committed_but_not_cleaned(tmp_path, ownership)
+    _dead_owner(table, instant)
     completed = tmp_path / "t" / ".hoodie" / f"{instant}.replacecommit"
     before = completed.read_bytes()
 
-    assert recover_abandoned(table) == []
+    assert recover(TableSnapshot.load(table), ownership) == []
 
     assert not (tmp_path / "t" / ".hoodie" / ".temp" / instant).exists()
     assert not (tmp_path / "t" / ".hoodie" / ".heartbeat" / instant).exists()
     assert completed.read_bytes() == before
 
 
-def test_recover_abandoned_live_owner_of_completed_clustering_keeps_its_markers(tmp_path: Path) -> None:
-    table, instant = _committed_but_not_cleaned(tmp_path)  # claimed by this (live) process, still running
-    try:
-        recover_abandoned(table)
-        assert (tmp_path / "t" / ".hoodie" / ".temp" / instant).is_dir()
-        beat = tmp_path / "t" / ".hoodie" / ".heartbeat" / instant
-        assert json.loads(beat.read_text())["owner"].endswith(f":{os.getpid()}")
-    finally:
-        with _RUNNING_LOCK:
-            _RUNNING.discard((table.base_path, instant))
+def test_recover_live_owner_of_completed_clustering_keeps_its_markers(tmp_path: Path) -> None:
+    ownership = Ownership()
+    table, instant = _committed_but_not_cleaned(tmp_path, ownership)  # claimed by this ownership, still running
+    recover(TableSnapshot.load(table), ownership)
+    assert (tmp_path / "t" / ".hoodie" / ".temp" / instant).is_dir()
+    beat = tmp_path / "t" / ".hoodie" / ".heartbeat" / instant
+    assert json.loads(beat.read_text())["owner"] == ownership.owner
+    assert f":{os.getpid()}:" in ownership.owner
+
+
+def test_recover_own_process_instant_of_another_ownership_is_alive_while_fresh(tmp_path: Path) -> None:
+    first = Ownership()
+    table, instant = _committed_but_not_cleaned(tmp_path, first)
+    assert Ownership().owner_alive(table, instant)  # same pid, other token: the heartbeat's age decides
+    assert not Ownership(timeout_s=0.0).owner_alive(table, instant)
 
 
 def test_claim_rolls_back_a_dead_owners_inflight_plan_with_the_recovery_event(tmp_path: Path) -> None:
     from structlog.testing import capture_logs
 
-    table, instant = _scheduled(tmp_path)
-    claimed = claim(table, instant)  # a first executor claims the plan and writes one file, then dies
+    table, pending = _scheduled(tmp_path)
+    instant = pending.time
+    first = Ownership()
+    claimed = first.claim(table, pending)  # a first executor claims the plan and writes one file, then dies
     assert claimed is not None
-    claimed[1].stop(delete=False)
-    with _RUNNING_LOCK:
-        _RUNNING.discard((table.base_path, instant))
+    first.release(claimed, delete_heartbeat=False)
     name = f"{FILE_ID}_0-1-1_{instant}.parquet"
     create_marker(table.storage, instant, "p1", name)
     written = tmp_path / "t" / "p1" / name
     written.write_bytes(b"PAR1 partial")
-    owner = json.dumps({"owner": f"{socket.gethostname()}:{_dead_pid()}", "token": "x"}).encode()
-    table.storage.write_bytes(heartbeat_rel(instant), owner, overwrite=True)
+    _dead_owner(table, instant)
 
+    second = Ownership()
     with capture_logs() as logs:  # the next executor picks the plan before any recovery pass ran
-        again = claim(table, instant)
+        again = second.claim(table, pending)
     try:
         assert again is not None
         assert not written.exists()
@@ -119,9 +135,7 @@ def test_claim_rolls_back_a_dead_owners_inflight_plan_with_the_recovery_event(tm
         assert [(e["instant"], e["deleted_files"]) for e in recovered] == [(instant, 1)]
     finally:
         if again is not None:
-            again[1].stop()
-        with _RUNNING_LOCK:
-            _RUNNING.discard((table.base_path, instant))
+            second.release(again)
 
 
 class AttemptsRunner:
@@ -141,7 +155,7 @@ class AttemptsRunner:
                          total_write_bytes=size, file_size_in_bytes=size)
 
     def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
-                  policy: ClusteringPolicy) -> list[WriteStat]:
+                  files: Sequence[BaseFile]) -> list[WriteStat]:
         partition = plan.input_groups[index].partition_path
         if index == 0:
             lost = self._write(table, instant, partition, "0-7-0", 90)
@@ -152,14 +166,18 @@ class AttemptsRunner:
     def cancel(self, table: HoodieTable, instant: str) -> None:
         return None
 
+    def close(self) -> None:
+        return None
+
 
 def test_execute_file_of_failed_task_attempt_is_deleted_before_the_commit(tmp_path: Path) -> None:
-    table, instant = _scheduled(tmp_path)
+    table, pending = _scheduled(tmp_path)
+    instant = pending.time
     runner = AttemptsRunner()
 
-    result = execute(table, parse_policy({}, source="test")[0], runner, instant)
+    result = execute(TableSnapshot.load(table), pending, Executor(runner, Ownership()))
 
-    assert result.outcome == "completed" and result.files_written == 2
+    assert result.outcome is Outcome.COMPLETED and result.files_written == 2
     assert runner.failed and not any(p.exists() for p in runner.failed)
     meta = json.loads((tmp_path / "t" / ".hoodie" / f"{instant}.replacecommit").read_text())
     named = {ws["path"] for stats in meta["partitionToWriteStats"].values() for ws in stats}
@@ -183,7 +201,7 @@ def test_recovery_removes_old_temp_files_of_interrupted_writes_only(tmp_path: Pa
     for f in [*old, *foreign]:
         os.utime(f, (long_ago, long_ago))
     # When recovery runs
-    recover_abandoned(table)
+    recover(TableSnapshot.load(table), Ownership())
     # Then exactly the old temporary files are gone
     assert [f.exists() for f in old] == [False, False]
     assert fresh.exists()

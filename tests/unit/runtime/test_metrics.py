@@ -1,4 +1,4 @@
-"""Metrics over real HTTP on 127.0.0.1 (ephemeral port), /healthz with an injected clock, Heartbeat."""
+"""Metrics over real HTTP on 127.0.0.1 (ephemeral port), /healthz, and the observer that feeds them events."""
 
 from __future__ import annotations
 
@@ -9,7 +9,17 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from hudi_clusterd.runtime.metrics import Heartbeat, Metrics, MetricsServer
+from hudi_clusterd.ops.events import (
+    GroupFinished,
+    GroupStarted,
+    LayoutMeasured,
+    Outcome,
+    PlanFinished,
+    PlanScheduled,
+    TableObserved,
+)
+from hudi_clusterd.runtime.metrics import Metrics, MetricsObserver
+from hudi_clusterd.runtime.metrics_server import MetricsServer
 
 NOW = 1_700_000_000.0
 
@@ -196,21 +206,14 @@ def test_metrics_server_unknown_path_is_404(server: MetricsServer) -> None:
     assert status == 404
 
 
-def test_metrics_server_healthz_follows_heartbeat_200_then_503_then_200() -> None:
-    # Given a heartbeat allowing 10 s between beats, on a fake clock
-    clock = FakeClock()
-    heartbeat = Heartbeat(10.0, clock=clock)
-    with MetricsServer("127.0.0.1", 0, Metrics(), heartbeat.healthy) as server:
-        # Then it is healthy right after start
+def test_metrics_server_healthz_follows_the_health_check_200_then_503_then_200() -> None:
+    healthy = [True]
+    with MetricsServer("127.0.0.1", 0, Metrics(), lambda: healthy[0]) as server:
         status, _, body = get(server, "/healthz")
         assert (status, body) == (200, "ok\n")
-
-        # When the loop misses beats for longer than the limit
-        clock.now += 10.5
+        healthy[0] = False  # e.g. a table worker stopped beating
         assert get(server, "/healthz")[0] == 503
-
-        # When the loop beats again
-        heartbeat.beat()
+        healthy[0] = True
         assert get(server, "/healthz")[0] == 200
 
 
@@ -244,16 +247,28 @@ def test_metrics_server_port_before_start_raises() -> None:
         _ = MetricsServer("127.0.0.1", 0, Metrics(), lambda: True).port
 
 
-def test_heartbeat_age_and_threshold_use_injected_clock() -> None:
-    clock = FakeClock(50.0)
-    heartbeat = Heartbeat(5.0, clock=clock)
-    clock.now = 54.9
-    assert heartbeat.age() == pytest.approx(4.9)
-    assert heartbeat.healthy()
-    clock.now = 55.0
-    assert not heartbeat.healthy()
-
-
-def test_heartbeat_rejects_non_positive_max_age() -> None:
-    with pytest.raises(ValueError, match="> 0"):
-        Heartbeat(0)
+def test_metrics_observer_turns_events_into_series(server: MetricsServer) -> None:
+    metrics = Metrics()
+    observer = MetricsObserver(metrics)
+    observer.notify(TableObserved("a", 5, 2, 30.0, 40, 12))
+    observer.notify(TableObserved("b", 1, 1, 5.0, 3, 1))
+    observer.notify(PlanScheduled("a", "20240101000000001", 2, 6, 1000, "due"))
+    observer.notify(GroupStarted("a", "20240101000000001", 0, 2, "p", 3))
+    observer.notify(GroupStarted("a", "20240101000000001", 1, 2, "p", 3))
+    observer.notify(GroupFinished("a", "20240101000000001", 0, 2, 1, 500, 1.5))
+    observer.notify(PlanFinished("a", "20240101000000001", Outcome.COMPLETED, 4.0, 6, 1000, 2, 900))
+    observer.notify(PlanFinished("a", "20240101000000002", Outcome.SKIPPED, 0.0))
+    observer.notify(LayoutMeasured("a", ("x",), 0.25))
+    reg = metrics.registry
+    assert reg.get_sample_value("hudi_clusterd_commits_since_last_clustering", {"table": "a"}) == 5
+    assert reg.get_sample_value("hudi_clusterd_snapshot_small_files", {"table": "a"}) == 12
+    assert reg.get_sample_value("hudi_clusterd_plans_queued") == 3
+    assert reg.get_sample_value("hudi_clusterd_plans_scheduled_total", {"table": "a"}) == 1
+    assert reg.get_sample_value("hudi_clusterd_groups_running") == 1
+    assert reg.get_sample_value("hudi_clusterd_plans_finished_total", {"table": "a", "outcome": "completed"}) == 1
+    assert reg.get_sample_value("hudi_clusterd_rewritten_files_total", {"table": "a"}) == 6
+    assert reg.get_sample_value("hudi_clusterd_rewritten_bytes_total", {"table": "a"}) == 1000
+    assert reg.get_sample_value("hudi_clusterd_layout_files_scanned_ratio", {"table": "a"}) == 0.25
+    observer.forget_table("a")
+    assert reg.get_sample_value("hudi_clusterd_plans_queued") == 1
+    assert reg.get_sample_value("hudi_clusterd_snapshot_files", {"table": "a"}) is None

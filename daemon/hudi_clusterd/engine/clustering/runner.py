@@ -2,14 +2,16 @@
 
 Each group: a job group named after table, instant and group (visible in the Spark UI, cancellable), its own
 FAIR scheduler pool (one long group does not starve the others), a read of exactly the plan's base files, the
-layout sort (linear, Z-order or Hilbert), and a write of ``numOutputFileGroups`` new file groups rolled at the
-target size, meta columns preserved and ``_hoodie_file_name`` rewritten. Group data never reaches the driver.
+layout sort of the plan's work order (linear, Z-order or Hilbert), and a write of new file groups near the
+work order's target size: their number is measured from a sample written as the output will be, not taken from
+the plan's ``numOutputFileGroups``. Meta columns are preserved and ``_hoodie_file_name`` rewritten. Group data
+never reaches the driver.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,8 +19,8 @@ import pyarrow as pa
 import structlog
 
 from hudi_clusterd.domain.commit import WriteStat
-from hudi_clusterd.domain.plan import ClusteringPlan
-from hudi_clusterd.domain.policy import ClusteringPolicy
+from hudi_clusterd.domain.file_group import BaseFile
+from hudi_clusterd.domain.plan import ClusteringPlan, WorkOrder
 from hudi_clusterd.engine.clustering.exchange import SortedRuns, ranges_per_partition
 from hudi_clusterd.engine.clustering.scan import GroupScan, ScanFile
 from hudi_clusterd.engine.clustering.sizing import output_bytes_per_row, output_file_groups
@@ -34,14 +36,11 @@ from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session, 
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.avro_schema import FILE_NAME_FIELD, PARTITION_PATH_FIELD, arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.io.base_file_writer import DEFAULT_ROW_GROUP_BYTES, BaseFileWriteSpec
+from hudi_clusterd.io.bloom import BloomSettings
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.layout.figures import clustering_figures, snapshot_ratio
-from hudi_clusterd.ops.execute import Engine
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-    from hudi_clusterd.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -89,43 +88,36 @@ def row_group_bytes(target_file_bytes: int) -> int:
 class SparkGroupRunner:
     """Runs clustering groups on a SparkSession; safe to call from many threads at once."""
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, *, owns_session: bool = True) -> None:
         self.spark = spark
+        self.owns_session = owns_session
         self.connect = is_connect_session(spark)
         self._active: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
-    def group_files(self, table: HoodieTable, plan: ClusteringPlan, index: int) -> list[ScanFile]:
-        """The group's base files (relative paths) with their sizes; refuses a missing or empty one, which
-        Spark's reader would silently skip, dropping a damaged file group's rows."""
-        group = plan.input_groups[index]
-        storage = table.storage
-        listed = {e.path: e.size for e in storage.list_dir(group.partition_path) if not e.is_dir}  # one listing
-        files = []
-        for s in group.slices:
-            rel = storage.rel_from_uri(s.data_file_path)  # refuses paths outside the table
-            size = listed[rel] if rel in listed else (info.size if (info := storage.info(rel)) else None)
-            if size is None:
-                raise ExecutionError(f"{storage.full_path(rel)}: input file of the plan is missing")
-            if size < MIN_PARQUET_BYTES:
-                raise ExecutionError(f"{storage.full_path(rel)}: {size} bytes, not a Parquet file (empty or "
-                                     "truncated)")
-            files.append(ScanFile(rel, size))
-        return files
+    @staticmethod
+    def scan_files(table: HoodieTable, files: Sequence[BaseFile]) -> list[ScanFile]:
+        """The group's base files as the scan reads them; refuses an empty or truncated one, which Spark's
+        reader would silently skip, dropping a damaged file group's rows."""
+        out = []
+        for bf in files:
+            if bf.size < MIN_PARQUET_BYTES:
+                raise ExecutionError(f"{table.storage.full_path(bf.relative_path)}: {bf.size} bytes, not a Parquet "
+                                     "file (empty or truncated)")
+            out.append(ScanFile(bf.relative_path, bf.size))
+        return out
 
-    def read_group(self, table: HoodieTable, plan: ClusteringPlan, index: int,
-                   files: list[ScanFile] | None = None) -> DataFrame:
+    def read_group(self, table: HoodieTable, files: Sequence[ScanFile]) -> DataFrame:
         """The group's rows, without the two meta columns the writer sets anyway (``_hoodie_file_name`` is
         rewritten, ``_hoodie_partition_path`` is the group's partition): they would only widen the shuffle."""
         storage = table.storage
-        files = self.group_files(table, plan, index) if files is None else files
         paths = [literal_read_path(storage.full_path(f.path) if storage.is_local else storage.uri(f.path))
                  for f in files]
         df = self.spark.read.option("mergeSchema", "true").parquet(*paths)
         return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD)
 
     def output_shape(self, table: HoodieTable, plan: ClusteringPlan, index: int, rows: int,
-                     target_file_bytes: int, input_bytes: int = 0) -> OutputShape:
+                     input_bytes: int = 0) -> OutputShape:
         """How many output file groups the group's ``rows`` make at the target size, the Arrow bytes a row takes
         in memory and the columns worth a dictionary, from a sample written as the output will be (`sizing`);
         when the sample cannot be read: the plan's file count, `MEMORY_PER_INPUT_BYTE` times the input's bytes
@@ -133,9 +125,11 @@ class SparkGroupRunner:
         group = plan.input_groups[index]
         planned = max(1, group.num_output_file_groups)
         storage = table.storage
+        order = plan.strategy.work_order
+        target_file_bytes = order.target_file_max_bytes
         size = output_bytes_per_row(
             self.spark, executor_base_path(storage), [storage.rel_from_uri(s.data_file_path) for s in group.slices],
-            CLUSTERING_COMPRESSION, row_group_bytes(target_file_bytes), plan.strategy.sort_columns,
+            CLUSTERING_COMPRESSION, row_group_bytes(target_file_bytes), order.sort_columns,
             (FILE_NAME_FIELD, PARTITION_PATH_FIELD))
         if size is None:
             return OutputShape(planned, MEMORY_PER_INPUT_BYTE * input_bytes / max(rows, 1), None)
@@ -148,27 +142,27 @@ class SparkGroupRunner:
             dictionary = (*dictionary, FILE_NAME_FIELD, PARTITION_PATH_FIELD)
         return OutputShape(n, size.memory, dictionary)
 
-    def layout(self, table: HoodieTable, plan: ClusteringPlan, index: int, policy: ClusteringPolicy,
-               files: list[ScanFile]) -> GroupLayout:
+    def layout(self, table: HoodieTable, plan: ClusteringPlan, index: int, files: Sequence[ScanFile]
+               ) -> GroupLayout:
         """The group's rows laid out for the writer: sorted runs from a scan of the files (`exchange_layout`)
         where the layout allows, else a Spark DataFrame partitioned and sorted."""
-        df = self.read_group(table, plan, index, files)
+        order: WorkOrder = plan.strategy.work_order
+        df = self.read_group(table, files)
         data_schema = strip_meta_fields(spark_arrow_schema(df))
         rows = df.count()
-        shape = self.output_shape(table, plan, index, rows, policy.target_file_max_bytes,
-                                  sum(f.size for f in files))
+        shape = self.output_shape(table, plan, index, rows, sum(f.size for f in files))
         n_out = shape.partitions
-        columns = plan.strategy.sort_columns
+        columns = order.sort_columns
         if not columns:
             return GroupLayout(df.repartition(n_out), rows, shape, data_schema)
         scan = GroupScan(self.spark, executor_base_path(table.storage), tuple(files), df.schema)
-        runs = exchange_layout(df, scan, columns, policy.layout_strategy, policy.curve_build_method,
-                               policy.curve_sample_size, n_out,
+        runs = exchange_layout(df, scan, columns, order.layout_strategy, order.curve_build_method,
+                               order.curve_sample_size, n_out,
                                ranges_per_partition(rows, n_out, shape.memory_bytes_per_row), rows=rows)
         if runs is not None:
             return GroupLayout(runs, rows, shape, data_schema)
-        ordered = sort_for_layout(df, columns, policy.layout_strategy, policy.curve_build_method,
-                                  policy.curve_sample_size, n_out, rows=rows)
+        ordered = sort_for_layout(df, columns, order.layout_strategy, order.curve_build_method,
+                                  order.curve_sample_size, n_out, rows=rows)
         return GroupLayout(ordered, rows, shape, data_schema)
 
     def _start_job(self, job_group: str, description: str, index: int) -> None:
@@ -189,7 +183,7 @@ class SparkGroupRunner:
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
 
     def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
-                  policy: ClusteringPolicy) -> list[WriteStat]:
+                  files: Sequence[BaseFile]) -> list[WriteStat]:
         group = plan.input_groups[index]
         job_group = job_group_id(table, instant, index)
         description = (f"cluster {table.name} {instant} group {index + 1}/{len(plan.input_groups)}: "
@@ -198,20 +192,23 @@ class SparkGroupRunner:
         with self._lock:
             self._active.setdefault(instant, set()).add(job_group)
         try:
-            files = self.group_files(table, plan, index)
-            laid_out = self.layout(table, plan, index, policy, files)
+            order = plan.strategy.work_order
+            target_file_bytes = order.target_file_max_bytes
+            laid_out = self.layout(table, plan, index, self.scan_files(table, files))
             rows = laid_out.count
             spec = BaseFileWriteSpec(
                 base_path=executor_base_path(table.storage), instant_time=instant,
                 data_schema=laid_out.data_schema,
                 avro_schema_json=arrow_to_avro_json(laid_out.data_schema, table.name, with_meta_fields=True),
                 populate_meta_fields=table.config.populate_meta_fields, preserve_meta_fields=True,
-                max_file_bytes=policy.target_file_max_bytes,
-                row_group_bytes=row_group_bytes(policy.target_file_max_bytes),
+                max_file_bytes=target_file_bytes,
+                row_group_bytes=row_group_bytes(target_file_bytes),
                 compression=CLUSTERING_COMPRESSION,
                 partition_path=group.partition_path,
                 expected_task_rows=-(-rows // laid_out.shape.partitions),
                 dictionary_columns=laid_out.shape.dictionary_columns,
+                **BloomSettings(order.bloom_filter_type, order.bloom_num_entries, order.bloom_fpp,
+                                order.bloom_dynamic_max_entries).spec_fields(),
             )
             if isinstance(laid_out.rows, SortedRuns):
                 stats = write_file_groups(laid_out.rows.frame, spec, decode=laid_out.rows.decode())
@@ -242,21 +239,12 @@ class SparkGroupRunner:
                 self.spark.sparkContext.cancelJobGroup(job_group)
 
 
-def engine_for_session(spark: SparkSession, *, owns_session: bool = True) -> Engine:
-    """An engine running groups on ``spark``; closing it stops the session only when it owns it."""
-    return Engine(
-        runner=SparkGroupRunner(spark),
-        layout=clustering_figures,
-        snapshot_layout=snapshot_ratio,
-        close=spark.stop if owns_session else (lambda: None),
-    )
+    def close(self) -> None:
+        """Stop the SparkSession when this runner owns it."""
+        if self.owns_session:
+            self.spark.stop()
 
 
-def build_engine_for(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None) -> Engine:
-    """An engine on the process-wide SparkSession for ``master``."""
-    return engine_for_session(get_or_create_session(master, conf=dict(conf or {})))
-
-
-def build_engine(settings: Settings) -> Engine:
-    return build_engine_for(settings.spark_master, settings.spark_conf_dict)
-
+def build_runner(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None) -> SparkGroupRunner:
+    """A runner on the process-wide SparkSession for ``master`` (which it stops when closed)."""
+    return SparkGroupRunner(get_or_create_session(master, conf=dict(conf or {})))

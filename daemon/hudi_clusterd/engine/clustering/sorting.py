@@ -32,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 import structlog
 
+from hudi_clusterd.domain.policy_keys import ClusteringKey
+from hudi_clusterd.domain.sort_columns import ColumnKind, sort_column_problems
 from hudi_clusterd.errors import PlanError
 from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
@@ -95,33 +97,35 @@ def _column(name: str) -> Column:
     return F.col(_quoted(name))
 
 
-def _validate(df: DataFrame, sort_columns: Sequence[str], sample_size: int, num_partitions: int) -> None:
-    """Every sort column must exist at the top level and have a type we can order by."""
+def spark_column_kinds(df: DataFrame) -> dict[str, ColumnKind]:
+    """Top-level column kinds of a DataFrame, for the sort-column rule of ``domain.sort_columns``."""
     from pyspark.sql import types as T
 
+    scalars = (
+        T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType,
+        T.StringType, T.BinaryType, T.BooleanType, T.DateType, T.TimestampType, T.TimestampNTZType,
+    )  # fmt: skip
+    nested = (T.StructType, T.ArrayType, T.MapType)
+    kinds: dict[str, ColumnKind] = {}
+    for f in df.schema.fields:
+        if isinstance(f.dataType, nested):
+            kinds[f.name] = ColumnKind.NESTED
+        else:
+            kinds[f.name] = ColumnKind.SCALAR if isinstance(f.dataType, scalars) else ColumnKind.UNSUPPORTED
+    return kinds
+
+
+def _validate(df: DataFrame, sort_columns: Sequence[str], sample_size: int, num_partitions: int) -> None:
+    """The sort columns follow the one rule of ``domain.sort_columns`` against the data's schema."""
     if num_partitions < 1:
         raise PlanError(f"number of output partitions must be >= 1, got {num_partitions}")
     if sample_size < 1:
         raise PlanError(f"sample size must be >= 1, got {sample_size}")
     if not sort_columns:
         raise PlanError("no sort columns given for a layout sort")
-    if len(set(sort_columns)) != len(sort_columns):
-        raise PlanError(f"sort columns repeat a column: {list(sort_columns)}")
-    supported = (
-        T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType,
-        T.StringType, T.BinaryType, T.BooleanType, T.DateType, T.TimestampType, T.TimestampNTZType,
-    )  # fmt: skip
-    nested = (T.StructType, T.ArrayType, T.MapType)
-    fields = {f.name: f for f in df.schema.fields}
-    for name in sort_columns:
-        field = fields.get(name)
-        if field is None:
-            raise PlanError(f"sort column {name!r} is not a top-level column of the data ({sorted(fields)})")
-        dtype = field.dataType
-        if isinstance(dtype, nested):
-            raise PlanError(f"sort column {name!r} has nested type {dtype.simpleString()}; only scalars sort")
-        if not isinstance(dtype, supported):
-            raise PlanError(f"sort column {name!r} has unsupported type {dtype.simpleString()}")
+    problems = sort_column_problems(sort_columns, spark_column_kinds(df), key=ClusteringKey.SORT_COLUMNS.value)
+    if problems:
+        raise PlanError("; ".join(problems))
 
 
 def _split_keys(keys: np.ndarray, num_partitions: int) -> tuple[bytes, ...]:

@@ -34,6 +34,7 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.engine.ingest.write_client import rollback_failed_writes
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError, TableError
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json, sanitize_name
+from hudi_clusterd.io.bloom import BloomSettings
 from hudi_clusterd.io.table import HoodieTable
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class HudiStreamingSink:
         parallelism: int | None = None,
         reject_updates_to_pending_clustering: bool = False,
         small_file_limit: int = 0,
+        bloom: BloomSettings | None = None,
     ) -> None:
         if operation not in ("insert", "bulk_insert", "upsert"):
             raise ConfigError(f"unknown write operation {operation!r} (expected insert, bulk_insert or upsert)")
@@ -109,6 +111,7 @@ class HudiStreamingSink:
         self.parallelism = parallelism
         self.reject_updates_to_pending_clustering = reject_updates_to_pending_clustering
         self.small_file_limit = small_file_limit
+        self.bloom = bloom
         self._table: HoodieTable | None = None
         self._last_batch: dict[str, int | None] = {}
 
@@ -137,10 +140,11 @@ class HudiStreamingSink:
         if self.operation == "upsert":
             instant = upsert(spark, table, batch_df, extra_metadata=extra, max_file_bytes=self.max_file_bytes,
                              parallelism=self.parallelism, small_file_limit=self.small_file_limit,
-                             reject_updates_to_pending_clustering=self.reject_updates_to_pending_clustering)
+                             reject_updates_to_pending_clustering=self.reject_updates_to_pending_clustering,
+                             bloom=self.bloom)
         else:
             instant = insert(spark, table, batch_df, operation=self.operation, extra_metadata=extra,
-                             max_file_bytes=self.max_file_bytes, parallelism=self.parallelism)
+                             max_file_bytes=self.max_file_bytes, parallelism=self.parallelism, bloom=self.bloom)
         self._last_batch[identifier] = batch_id
         log.info("micro-batch committed", base_path=self.base_path, batch_id=batch_id, instant=instant)
 

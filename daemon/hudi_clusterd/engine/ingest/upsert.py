@@ -53,6 +53,7 @@ from hudi_clusterd.io.base_file_writer import (
     FILE_ID_COLUMN,
     BaseFileWriteSpec,
 )
+from hudi_clusterd.io.bloom import BloomSettings
 from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
 
 if TYPE_CHECKING:
@@ -254,7 +255,8 @@ def _validator(table: HoodieTable, merged: dict[FileGroupId, MergedGroup], insta
 
 def upsert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, extra_metadata: Mapping[str, str] | None = None,
            max_file_bytes: int | None = None, parallelism: int | None = None, compression: str | None = None,
-           reject_updates_to_pending_clustering: bool = False, small_file_limit: int = 0) -> str:
+           reject_updates_to_pending_clustering: bool = False, small_file_limit: int = 0,
+           bloom: BloomSettings | None = None) -> str:
     """Update rows whose record keys exist and insert the others, as one UPSERT commit; returns its instant.
 
     See the module docstring. Raises ``CommitConflictError`` when rejected (nothing written) or when a merged
@@ -316,7 +318,7 @@ def upsert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, extra_meta
             base_path=executor_base_path(table.storage), instant_time=handle.instant_time, data_schema=schema,
             avro_schema_json=arrow_to_avro_json(schema, config.name, with_meta_fields=True),
             populate_meta_fields=True, preserve_meta_fields=True, max_file_bytes=max_bytes,
-            compression=compression or DEFAULT_COMPRESSION,
+            compression=compression or DEFAULT_COMPRESSION, **(bloom or BloomSettings()).spec_fields(),
         )
         try:
             stats: list[WriteStat] = []

@@ -17,8 +17,6 @@ Protocol for one copy-on-write commit T (table version 6, timeline layout 1):
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -26,71 +24,16 @@ import structlog
 
 from hudi_clusterd.domain.commit import SCHEMA_KEY, CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.instant import Action, Instant, State
-from hudi_clusterd.errors import ExecutionError, StorageError, TableError, TimelineError
-from hudi_clusterd.io.markers import delete_markers, list_markers
-from hudi_clusterd.io.rollback import RollbackResult, rollback_pending, safe_file_of_instant
-from hudi_clusterd.io.storage import Storage
+from hudi_clusterd.errors import StorageError, TableError, TimelineError
+from hudi_clusterd.io.heartbeat import INGESTION_INTERVAL_S, INGESTION_TIMEOUT_S, Heartbeat, heartbeat_expired
+from hudi_clusterd.io.markers import delete_markers
+from hudi_clusterd.io.rollback import RollbackResult, reconcile_markers, rollback_pending
 from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
-from hudi_clusterd.io.timeline_store import HEARTBEAT_FOLDER
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_HEARTBEAT_INTERVAL_S = 60.0  # hoodie.client.heartbeat.interval_in_ms
-DEFAULT_HEARTBEAT_TOLERABLE_MISSES = 2  # hoodie.client.heartbeat.tolerable.misses
-DEFAULT_HEARTBEAT_TIMEOUT_S = DEFAULT_HEARTBEAT_INTERVAL_S * DEFAULT_HEARTBEAT_TOLERABLE_MISSES
 WRITER_KEY = "hudi_clusterd.writer"
 WRITER_NAME = "hudi-clusterd"
-
-
-def heartbeat_path(instant_time: str) -> str:
-    return f"{HEARTBEAT_FOLDER}/{instant_time}"
-
-
-class Heartbeat:
-    """``.hoodie/.heartbeat/<instant>``: an empty file whose modification time is the writer's last beat."""
-
-    def __init__(self, storage: Storage, instant_time: str, interval_s: float = DEFAULT_HEARTBEAT_INTERVAL_S) -> None:
-        self.storage = storage
-        self.instant_time = instant_time
-        self.interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    @property
-    def path(self) -> str:
-        return heartbeat_path(self.instant_time)
-
-    def start(self) -> None:
-        self.storage.write_bytes(self.path, b"", overwrite=True)
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{self.instant_time}", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.storage.touch(self.path)
-            except StorageError as e:
-                log.warning("heartbeat refresh failed", instant=self.instant_time, error=str(e))
-
-    def stop(self, *, delete: bool = True) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        if delete:
-            self.storage.delete(self.path, missing_ok=True)
-
-
-def heartbeat_expired(storage: Storage, instant: Instant, timeout_s: float, now_s: float | None = None) -> bool:
-    """Whether the writer of a pending instant stopped beating more than ``timeout_s`` ago.
-
-    An instant without a heartbeat file counts from its own state file's time (Hudi would call it expired at
-    once, which kills writers that run without heartbeats)."""
-    now_s = time.time() if now_s is None else now_s
-    info = storage.info(heartbeat_path(instant.time))
-    last_ms = info.mtime_ms if info is not None else instant.transition_ms
-    return now_s - last_ms / 1000.0 > timeout_s
 
 
 @dataclass(slots=True)
@@ -119,7 +62,7 @@ def _workload_profile(operation: str, extra: Mapping[str, str]) -> bytes:
 
 def start_commit(table: HoodieTable, action: Action = Action.COMMIT, extra: Mapping[str, str] | None = None, *,
                  operation: str = Operation.INSERT,
-                 heartbeat_interval_s: float = DEFAULT_HEARTBEAT_INTERVAL_S) -> WriteHandle:
+                 heartbeat_interval_s: float = INGESTION_INTERVAL_S) -> WriteHandle:
     """Create a new ingestion instant (requested, then inflight) under the table lock and start its heartbeat."""
     if action is not Action.COMMIT:
         raise TableError(f"start_commit writes copy-on-write ingestion commits only, not {action.value}")
@@ -127,7 +70,7 @@ def start_commit(table: HoodieTable, action: Action = Action.COMMIT, extra: Mapp
     stamped = {WRITER_KEY: WRITER_NAME, **(extra or {})}
     with table.lock():
         instant_time = table.new_instant_time()
-        heartbeat = Heartbeat(table.storage, instant_time, heartbeat_interval_s)
+        heartbeat = Heartbeat(table.storage, instant_time, interval_s=heartbeat_interval_s)
         heartbeat.start()
         requested = Instant(instant_time, action, State.REQUESTED)
         try:
@@ -139,26 +82,6 @@ def start_commit(table: HoodieTable, action: Action = Action.COMMIT, extra: Mapp
             raise
     log.info("commit started", base_path=table.base_path, instant=instant_time, operation=operation)
     return WriteHandle(table, instant_time, action, operation, stamped, heartbeat)
-
-
-def reconcile_markers(table: HoodieTable, instant_time: str, write_stats: Iterable[WriteStat]) -> list[str]:
-    """Delete files of instant T that have a marker but no write stat (failed or duplicate task attempts);
-    returns their paths. Refuses to complete when a write-stat file is missing."""
-    kept = {ws.path for ws in write_stats if ws.path}
-    missing = sorted(p for p in kept if not table.storage.exists(p))
-    if missing:
-        raise ExecutionError(f"commit {instant_time}: {len(missing)} written file(s) are missing, e.g. "
-                             f"{table.storage.full_path(missing[0])}; the write cannot be completed")
-    removed: list[str] = []
-    for marker in list_markers(table.storage, instant_time):
-        rel = marker.data_file_path
-        if rel in kept or safe_file_of_instant(rel, instant_time) is None:
-            continue
-        if table.storage.delete(rel, missing_ok=True):
-            removed.append(rel)
-    if removed:
-        log.info("deleted files of failed task attempts", instant=instant_time, files=len(removed))
-    return removed
 
 
 def complete_commit(table: HoodieTable, handle: WriteHandle, write_stats: Iterable[WriteStat], operation: str,
@@ -227,7 +150,7 @@ def pending_commit_metadata(table: HoodieTable, instant: Instant) -> Mapping[str
 def rollback_failed_writes(
     table: HoodieTable,
     *,
-    heartbeat_timeout_s: float = DEFAULT_HEARTBEAT_TIMEOUT_S,
+    heartbeat_timeout_s: float = INGESTION_TIMEOUT_S,
     select: Callable[[Instant, Mapping[str, str]], bool] | None = None,
     ignore_heartbeat: bool = False,
 ) -> list[RollbackResult]:

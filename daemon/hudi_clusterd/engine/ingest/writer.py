@@ -28,7 +28,6 @@ from hudi_clusterd.io.avro_schema import (
     RECORD_KEY_FIELD,
     arrow_to_avro_json,
     avro_to_arrow,
-    check_writable_as,
     normalize_arrow_schema,
     strip_meta_fields,
 )
@@ -37,6 +36,8 @@ from hudi_clusterd.io.base_file_writer import (
     DEFAULT_MAX_FILE_BYTES,
     BaseFileWriteSpec,
 )
+from hudi_clusterd.io.bloom import BloomSettings
+from hudi_clusterd.io.schema_fit import check_writable_as
 from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
 
 if TYPE_CHECKING:
@@ -150,7 +151,8 @@ def abort_and_raise(table: HoodieTable, handle: WriteHandle, operation: str, e: 
 
 def insert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, operation: str = "insert",
            extra_metadata: Mapping[str, str] | None = None, max_file_bytes: int | None = None,
-           parallelism: int | None = None, compression: str | None = None) -> str:
+           parallelism: int | None = None, compression: str | None = None,
+           bloom: BloomSettings | None = None) -> str:
     """Write ``df`` into new file groups as one commit; returns its instant time.
 
     ``insert`` keeps one row per record key (the greatest precombine value when the table has a precombine
@@ -174,7 +176,7 @@ def insert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, operation:
         base_path=executor_base_path(table.storage), instant_time=handle.instant_time, data_schema=schema,
         avro_schema_json=arrow_to_avro_json(schema, config.name, with_meta_fields=True),
         populate_meta_fields=config.populate_meta_fields, max_file_bytes=max_bytes,
-        compression=compression or DEFAULT_COMPRESSION,
+        compression=compression or DEFAULT_COMPRESSION, **(bloom or BloomSettings()).spec_fields(),
     )
     try:
         stats = write_file_groups(ordered, spec)

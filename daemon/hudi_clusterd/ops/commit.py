@@ -1,0 +1,105 @@
+"""Completing a clustering: the conflict check and the commit point, or the rollback.
+
+Before the lock: files that have a marker of the instant but no write stat (failed or duplicate task attempts,
+or a writer of a dead earlier attempt that outlived its driver) are deleted. Under the lock, the timeline is
+listed and the plan's partitions (only those) are listed again; if any input file group got a newer slice, was
+replaced, is claimed by another plan or is being written by a pending instant, *ingestion wins*: the commit is
+refused with every conflict named, and the caller rolls the clustering back and drops its plan. Otherwise
+``T.replacecommit`` is written (operationType CLUSTER, a write stat per new file, every input group replaced,
+``extraMetadata.schema``), which is the commit point; the markers go after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import structlog
+
+from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
+from hudi_clusterd.domain.conflicts import find_conflicts, requirements
+from hudi_clusterd.domain.file_group import FileGroupId
+from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering
+from hudi_clusterd.domain.instant import Action, Instant, State
+from hudi_clusterd.domain.plan import ClusteringPlan
+from hudi_clusterd.domain.timeline import Timeline
+from hudi_clusterd.errors import CommitConflictError, ExecutionError, TimelineError
+from hudi_clusterd.io.heartbeat import heartbeat_path
+from hudi_clusterd.io.markers import delete_markers, list_markers
+from hudi_clusterd.io.rollback import RollbackResult, reconcile_markers, rollback_pending
+from hudi_clusterd.io.table import HoodieTable
+
+log = structlog.get_logger(__name__)
+
+
+def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroupId], own_instant: str
+                   ) -> dict[FileGroupId, str]:
+    """File groups of ``groups`` that pending write instants (other than clustering) are writing, by their
+    markers: group → the instant writing it."""
+    out: dict[FileGroupId, str] = {}
+    for inst in timeline.writes().pending():
+        if inst.time == own_instant or inst.action is Action.REPLACE_COMMIT:
+            continue
+        for marker in list_markers(table.storage, inst.time):
+            gid = (marker.partition_path, marker.data_file_name.split("_", 1)[0])
+            if gid in groups:
+                out.setdefault(gid, inst.time)
+    return out
+
+
+def fresh_view(table: HoodieTable, plan: ClusteringPlan) -> FileSystemView:
+    """The timeline and the plan's partitions, listed now (call under the table lock)."""
+    timeline = table.timeline()
+    partitions = sorted({g.partition_path for g in plan.input_groups})
+    pending = PendingClustering.from_plans(
+        (p.time, p.plan.group_ids()) for p in table.pending_clustering_plans(timeline))
+    return FileSystemView(timeline, table.list_base_files(partitions), table.replaced_groups(timeline), pending,
+                          frozenset(), partitions)
+
+
+def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats: list[WriteStat],
+             extra: Mapping[str, str]) -> CommitMetadata:
+    """Commit clustering ``instant`` (see the module docstring); ``CommitConflictError`` on a conflict."""
+    if not stats:
+        raise ExecutionError(f"clustering {instant} produced no files; refusing to replace its input")
+    reconcile_markers(table, instant, stats)
+    with table.lock():
+        view = fresh_view(table, plan)
+        inflight = Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT)
+        found = view.timeline.find(instant, Action.REPLACE_COMMIT)
+        if found is None or found.state is not State.INFLIGHT:
+            raise TimelineError(f"clustering {instant} is no longer inflight (rolled back by another process?); "
+                                "its files are rolled back")
+        groups = set(plan.group_ids())
+        conflicts = find_conflicts(requirements(plan), view, own_instant=instant,
+                                   pending_writes=pending_writes(table, view.timeline, groups, instant))
+        if conflicts:
+            raise CommitConflictError(f"clustering {instant} conflicts with ingestion: "
+                                      + "; ".join(str(c) for c in conflicts[:5])
+                                      + (f"; and {len(conflicts) - 5} more" if len(conflicts) > 5 else ""))
+        by_partition: dict[str, list[WriteStat]] = {}
+        for ws in stats:
+            by_partition.setdefault(ws.partition_path or "", []).append(ws)
+        replaced: dict[str, list[str]] = {}
+        for gid in plan.group_ids():
+            replaced.setdefault(gid[0], []).append(gid[1])
+        metadata: dict[str, str] = {}
+        schema = table.latest_schema(view.timeline)
+        if schema:
+            metadata["schema"] = schema
+        metadata.update(extra)
+        meta = CommitMetadata(
+            {p: tuple(v) for p, v in by_partition.items()},
+            metadata,
+            Operation.CLUSTER,
+            partition_to_replace_file_ids={p: tuple(v) for p, v in replaced.items()},
+        )
+        table.timeline_store.create(inflight.with_state(State.COMPLETED), meta.to_json_bytes())
+    delete_markers(table.storage, instant)
+    return meta
+
+
+def rollback_clustering(table: HoodieTable, instant: str, *, purge: bool = False) -> RollbackResult | None:
+    """Roll back a pending clustering: its files and inflight state; with ``purge`` its plan too."""
+    result = rollback_pending(table, instant, Action.REPLACE_COMMIT, delete_requested=purge)
+    table.storage.delete(heartbeat_path(instant))
+    return result

@@ -1,0 +1,135 @@
+"""The daemon's own ``clusterd.*`` keys: their defaults, parsers and reference text (see ``hudi_clusterd.settings``)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+_LOG_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "WARNING",
+               "ERROR": "ERROR", "CRITICAL": "CRITICAL"}  # fmt: skip
+_METRICS_OFF = frozenset({"", "off", "none", "disabled"})
+
+
+class WatchMode(StrEnum):
+    """How timeline changes are noticed: file-system events (with polling as a safety net) or polling only."""
+
+    EVENTS = "events"
+    POLLING = "polling"
+
+
+class LogFormat(StrEnum):
+    """Log rendering: ``auto`` is console on a terminal and JSON otherwise."""
+
+    AUTO = "auto"
+    JSON = "json"
+    CONSOLE = "console"
+
+
+
+
+def _positive_seconds(raw: str) -> float:
+    return _seconds(raw, allow_zero=False)
+
+
+def _non_negative_seconds(raw: str) -> float:
+    return _seconds(raw, allow_zero=True)
+
+
+def _seconds(raw: str, *, allow_zero: bool) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"must be {'>= 0' if allow_zero else '> 0'}, got {raw.strip()}")
+    return value
+
+
+def _metrics_address(raw: str) -> tuple[str, int] | None:
+    text = raw.strip()
+    if text.lower() in _METRICS_OFF:
+        return None
+    match = re.fullmatch(r"\[([^\]]+)\]:(\d+)|([^:\[\]]+):(\d+)", text)
+    if not match:
+        raise ValueError(f"must be host:port, [ipv6]:port or off, got {raw!r}")
+    host = match.group(1) or match.group(3)
+    port = int(match.group(2) or match.group(4))
+    if port > 65535:
+        raise ValueError(f"port must be 0..65535, got {port}")
+    return host, port
+
+
+def _non_empty(raw: str) -> str:
+    if not raw.strip():
+        raise ValueError("must not be empty")
+    return raw.strip()
+
+
+def _log_level(raw: str) -> str:
+    level = _LOG_LEVELS.get(raw.strip().upper())
+    if level is None:
+        raise ValueError(f"must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got {raw!r}")
+    return level
+
+
+def _enum(enum: type[StrEnum]) -> Callable[[str], Any]:
+    def parse(raw: str) -> Any:
+        for member in enum:
+            if member.value == raw.strip().lower():
+                return member
+        raise ValueError(f"must be one of {', '.join(m.value for m in enum)}, got {raw!r}")
+
+    return parse
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonKey:
+    field: str
+    default: str
+    parse: Callable[[str], Any]
+    description: str
+
+
+DAEMON_KEYS: dict[str, DaemonKey] = {
+    "clusterd.metrics.address": DaemonKey(
+        "metrics_address", "127.0.0.1:9464", _metrics_address,
+        "host:port of the Prometheus /metrics endpoint ([ipv6]:port accepted; port 0 picks a free one); "
+        "off disables it."),
+    "clusterd.spark.master": DaemonKey("spark_master", "local[*]", _non_empty, "Spark master URL."),
+    "clusterd.poll.interval.seconds": DaemonKey(
+        "poll_interval_seconds", "10", _positive_seconds,
+        "Seconds between full timeline checks of every table (the safety net under file-system events)."),
+    "clusterd.watch.mode": DaemonKey(
+        "watch_mode", "events", _enum(WatchMode),
+        "events (file-system events plus the periodic check) or polling (the periodic check only)."),
+    "clusterd.shutdown.grace.seconds": DaemonKey(
+        "shutdown_grace_seconds", "60", _non_negative_seconds,
+        "On the first SIGTERM/SIGINT, how long running clustering groups may take to finish."),
+    "clusterd.log.level": DaemonKey("log_level", "INFO", _log_level, "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
+    "clusterd.log.format": DaemonKey(
+        "log_format", "auto", _enum(LogFormat), "auto (console on a terminal, JSON otherwise), json or console."),
+    "clusterd.lock.timeout.seconds": DaemonKey(
+        "lock_timeout_seconds", "60", _non_negative_seconds,
+        "How long to wait for a table lock before giving up for this round."),
+    "clusterd.lock.stale.seconds": DaemonKey(
+        "lock_stale_seconds", "120", _positive_seconds,
+        "A lock whose holder has not refreshed it for this long is considered abandoned."),
+}  # fmt: skip
+_PATTERN_KEYS: tuple[tuple[str, str | None, str], ...] = (
+    ("clusterd.tables", None, "Comma-separated names of the tables to serve."),
+    ("clusterd.table.<name>.base.path", None,
+     "Base path of table <name> (a local path or a URI); relative paths are relative to the settings file."),
+    ("clusterd.table.<name>.hoodie.<key>", None, "Overrides the default hoodie.<key> for table <name> only."),
+    ("clusterd.spark.conf.<key>", None, "Passed to Spark as <key>."),
+)  # fmt: skip
+
+
+def settings_reference() -> list[tuple[str, str | None, str]]:
+    """``(key, default, description)`` for every ``clusterd.*`` key (``None`` = no default)."""
+    rows = list(_PATTERN_KEYS)
+    rows.extend((key, spec.default, spec.description) for key, spec in DAEMON_KEYS.items())
+    return rows

@@ -1,0 +1,136 @@
+"""A tick reads the table once and re-checks only under the lock; a plan executes as it was scheduled.
+
+Both run the real daemon parts (table worker, schedule, execute, Spark group runner on the shared local
+session) on a table written without Spark.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hudi_clusterd.domain.commit import WriteStat
+from hudi_clusterd.domain.file_group import BaseFile
+from hudi_clusterd.domain.plan import ClusteringPlan, WorkOrder
+from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
+from hudi_clusterd.io.storage import FileInfo, Storage
+from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.layout.strategy import LayoutStrategy
+from hudi_clusterd.ops.events import NoObserver
+from hudi_clusterd.runtime.reload import SettingsHolder
+from hudi_clusterd.runtime.service import Daemon, TableWorker
+from hudi_clusterd.settings import Settings, settings_from_properties
+from tests.tablegen import TableGen
+
+pytestmark = pytest.mark.spark
+
+
+class CountingStorage(Storage):
+    """A table's storage that counts the folder listings made through it (the driver's reads)."""
+
+    def __init__(self, base_uri: str) -> None:
+        super().__init__(base_uri)
+        self.listings: Counter[str] = Counter()
+
+    def list_dir(self, rel: str = "") -> list[FileInfo]:
+        self.listings[rel] += 1
+        return super().list_dir(rel)
+
+
+class RecordingRunner:
+    """The Spark runner, noting the work order of every group it runs."""
+
+    def __init__(self, spark: Any) -> None:
+        self.inner = SparkGroupRunner(spark, owns_session=False)
+        self.orders: list[WorkOrder] = []
+
+    def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
+                  files: Sequence[BaseFile]) -> list[WriteStat]:
+        self.orders.append(plan.strategy.work_order)
+        return self.inner.run_group(table, instant, plan, index, files)
+
+    def cancel(self, table: HoodieTable, instant: str) -> None:
+        self.inner.cancel(table, instant)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _settings(base: Path, **policy: str) -> Settings:
+    props = {"clusterd.tables": "t", "clusterd.table.t.base.path": str(base), "clusterd.metrics.address": "off",
+             "hoodie.clustering.async.max.commits": "3", **policy}
+    return settings_from_properties(props, source="test")[0]
+
+
+def _table(tmp_path: Path, commits: int = 3) -> TableGen:
+    gen = TableGen(tmp_path / "t")
+    rng = random.Random(7)
+    for _ in range(commits):
+        gen.commit({p: [rng.uniform(0, 100) for _ in range(300)] for p in ("p1", "p2", "p3")})
+    return gen
+
+
+def _worker(settings: SettingsHolder[Settings], runner: RecordingRunner, storage: Storage | None = None
+            ) -> TableWorker:
+    worker = TableWorker("t", Daemon(settings, runner, NoObserver()))
+    if storage is not None:
+        worker.table = HoodieTable.open(storage.base_uri, storage)
+        spec = settings.current.table("t")
+        worker._table_key = (spec.base_path, settings.current.lock_timeout_seconds,
+                             settings.current.lock_stale_seconds)
+    return worker
+
+
+def _completed_clusterings(base: Path) -> list[Path]:
+    return sorted((base / ".hoodie").glob("*.replacecommit"))
+
+
+def test_one_tick_that_schedules_and_executes_lists_hoodie_and_each_partition_at_most_twice(
+        spark: Any, tmp_path: Path) -> None:
+    # Given a table due for clustering, opened over a storage that counts listings
+    gen = _table(tmp_path)
+    storage = CountingStorage(str(gen.base))
+    runner = RecordingRunner(spark)
+    worker = _worker(SettingsHolder(_settings(gen.base, **{
+        "hoodie.clustering.plan.strategy.sort.columns": "x"})), runner, storage)
+    # When one tick runs
+    worker.tick()
+    # Then it scheduled and executed one plan (every partition rewritten)
+    assert len(_completed_clusterings(gen.base)) == 1 and len(runner.orders) == 3
+    # And it listed .hoodie and each partition at most twice (the snapshot, then the re-check under the lock)
+    assert storage.listings[".hoodie"] <= 2, storage.listings
+    for partition in ("p1", "p2", "p3"):
+        assert storage.listings[partition] <= 2, storage.listings
+    assert storage.listings[""] == 1, storage.listings  # the table's root: one walk
+
+
+def test_a_reload_between_scheduling_and_execution_does_not_change_the_executed_plan(
+        spark: Any, tmp_path: Path) -> None:
+    # Given a plan scheduled under one policy: linear on x, 64 KiB files
+    gen = _table(tmp_path)
+    scheduled_with = {"hoodie.clustering.plan.strategy.sort.columns": "x",
+                      "hoodie.clustering.plan.strategy.target.file.max.bytes": str(64 * 1024),
+                      "hoodie.layout.optimize.strategy": "linear"}
+    holder = SettingsHolder(_settings(gen.base, **scheduled_with, **{
+        "hoodie.clustering.max.parallelism": "1"}))
+    from hudi_clusterd.ops.schedule import schedule
+
+    pending = schedule(gen.table, holder.current.table("t").policy).pending
+    assert pending is not None
+    planned = pending.plan.strategy.work_order
+    # When the configuration is reloaded with another target size and layout before the plan runs
+    assert holder.try_reload(lambda: _settings(gen.base, **{
+        "hoodie.clustering.plan.strategy.sort.columns": "x",
+        "hoodie.clustering.plan.strategy.target.file.max.bytes": str(1024 ** 3),
+        "hoodie.layout.optimize.strategy": "hilbert", "hoodie.layout.optimize.curve.build.method": "sample"}))
+    runner = RecordingRunner(spark)
+    _worker(holder, runner).tick()
+    # Then the plan executed with the work order it was scheduled with
+    assert planned == WorkOrder(("x",), LayoutStrategy.LINEAR, target_file_max_bytes=64 * 1024)
+    assert runner.orders and set(runner.orders) == {planned}
+    assert [p.name.split(".")[0] for p in _completed_clusterings(gen.base)] == [pending.time]
