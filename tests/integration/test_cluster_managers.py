@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import TableGen
 from tests.integration.daemon_harness import free_port, wait_for
 from tests.integration.test_clustering import assert_no_orphans, hudi_rs_rows, without_file_name
 from tests.integration.test_daemon import commit_some, completed_clusterings
 from tests.spark_cluster import ClusterUnavailable, spark_home, standalone_cluster, start_logged
-from tests.tablegen import TableGen
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -23,8 +23,8 @@ from hudi_clusterd.layout.figures import clustering_figures
 from hudi_clusterd.ops.execute import ExecutionResult, execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
+from tests.builders import TableGen
 from tests.integration.hudi_rs_checks import data_bytes
-from tests.tablegen import TableGen
 
 pytestmark = pytest.mark.spark
 

@@ -12,6 +12,7 @@ import pytest
 
 from hudi_clusterd.io.avro import decode_requested_replace
 from hudi_clusterd.io.table import HoodieTable
+from tests.builders import TableGen
 from tests.integration.daemon_harness import (
     DaemonProcess,
     free_port,
@@ -22,7 +23,6 @@ from tests.integration.daemon_harness import (
     write_props,
 )
 from tests.integration.test_clustering import assert_no_orphans, hudi_rs_rows, without_file_name
-from tests.tablegen import TableGen
 
 pytestmark = pytest.mark.spark
 

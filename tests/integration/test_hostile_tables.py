@@ -34,8 +34,8 @@ from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
 from hudi_clusterd.settings import Settings, settings_from_properties
+from tests.builders import TableGen
 from tests.integration.test_clustering import assert_no_orphans, data_files, hudi_rs_rows, without_file_name
-from tests.tablegen import TableGen
 
 pytestmark = pytest.mark.spark
 

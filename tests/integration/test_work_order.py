@@ -25,7 +25,7 @@ from hudi_clusterd.ops.events import NoObserver
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import Daemon, TableWorker
 from hudi_clusterd.settings import Settings, settings_from_properties
-from tests.tablegen import TableGen
+from tests.builders import TableGen
 
 pytestmark = pytest.mark.spark
 

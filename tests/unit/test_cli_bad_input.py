@@ -12,8 +12,8 @@ from hudi_clusterd.cli import main
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import UnsupportedTableError
 from hudi_clusterd.exit_codes import EXIT_CONFIG
+from tests.builders import TableGen
 from tests.support import require_shared
-from tests.tablegen import TableGen
 
 OVERWRITE = "v6_simplekeygen_nonhivestyle_overwritetable"
 

@@ -47,7 +47,7 @@ from hudi_clusterd.runtime.metrics_server import MetricsServer
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
 from hudi_clusterd.settings import settings_from_properties
-from tests.tablegen import TableGen
+from tests.builders import TableGen
 
 FUZZ = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -14,8 +14,8 @@ from hudi_clusterd.cli import main
 from hudi_clusterd.domain.policy import parse_policy
 from hudi_clusterd.errors import ConfigError
 from hudi_clusterd.ops.schedule import schedule
+from tests.builders import TableGen
 from tests.support import require_shared
-from tests.tablegen import TableGen
 
 
 def _policy(**props: str):  # type: ignore[no-untyped-def]

@@ -34,7 +34,7 @@ from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
-from tests.tablegen import TableGen
+from tests.builders import TableGen
 
 FILE_ID = "00000000-0000-0000-0000-000000000000-0"
 
