@@ -47,6 +47,11 @@ class TimelineError(ClusterdError):
     """The timeline is inconsistent (a bad instant name, a transition from a missing state)."""
 
 
+class InstantCollisionError(TimelineError):
+    """Another writer took the same instant time for another action: the two share markers and heartbeat
+    folders, so nothing of that time may be deleted by markers."""
+
+
 class MetadataDecodeError(TimelineError):
     """An instant's payload (commit JSON, plan Avro, properties) cannot be decoded."""
 

@@ -213,6 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=[s.name for s in SETUPS],
         help="only this setup (repeatable; default: all)",
     )
+    parser.add_argument("--optional", action="store_true",
+                        help="on failure (no mvn, no network) say so and exit 0: the Hudi tests then skip, naming "
+                             "what is missing (CI runs without it, so a missing jar fails there)")
     args = parser.parse_args(argv)
     chosen = [s for s in SETUPS if not args.setup or s.name in args.setup]
     root = cache_root()
@@ -223,8 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ensure(chosen, root)
     except SetupError as exc:
         print(f"hudi_setup: error: {exc}", file=sys.stderr, flush=True)
+        if args.optional:
+            print("hudi_setup: the Apache Hudi tests will skip", file=sys.stderr, flush=True)
+            return 0
         return 1
-    return 0 if check(chosen, root) else 1
+    return 0 if check(chosen, root) or args.optional else 1
 
 
 if __name__ == "__main__":

@@ -169,3 +169,26 @@ def next_instant_time(now: datetime, after: str | None) -> str:
 
 def _pad(time: str) -> str:
     return time + "999" if len(time) == 14 else time
+
+
+MAX_AHEAD_S = 5.0
+"""How far ahead of this host's clock the newest instant on a timeline may be before a new instant is refused."""
+ZONE_SKEW_MIN_S = 14 * 60.0
+ZONE_SKEW_MAX_S = 26 * 3600.0
+_ZONE_STEP_S = 15 * 60.0
+_ZONE_SLACK_S = 3 * 60.0
+
+
+def zone_skew_s(time: str, written_ms: int, tz: tzinfo) -> float | None:
+    """When a requested instant's file was written ``written_ms`` (epoch ms) while its time ``time``, read in
+    ``tz``, names a moment a whole number of quarter hours away (between 14 minutes and 26 hours): the offset in
+    seconds between the writer's time zone and ``tz`` (positive: the writer's clock reads earlier). None otherwise.
+
+    A writer creates an instant's requested file right after taking the instant time, so the two agree within
+    seconds when both sides read time in the same zone."""
+    skew = written_ms / 1000.0 - parse_instant_time(time, tz).timestamp()
+    size = abs(skew)
+    if not ZONE_SKEW_MIN_S <= size <= ZONE_SKEW_MAX_S:
+        return None
+    off = size % _ZONE_STEP_S
+    return skew if min(off, _ZONE_STEP_S - off) <= _ZONE_SLACK_S else None

@@ -43,6 +43,16 @@ from hudi_clusterd.domain.policy import ClusteringPolicy, PlanStrategy
 
 MB = 1024.0 * 1024.0
 PLANNED_AGAINST_KEY = "hudi-clusterd.planned.against.instant"
+SCHEDULER_KEY = "hudi-clusterd.scheduler"
+"""Plan ``extraMetadata`` key stamping a plan as scheduled by hudi-clusterd (value ``SCHEDULER``)."""
+SCHEDULER = "hudi-clusterd"
+
+
+def scheduled_by_us(plan: ClusteringPlan) -> bool:
+    """Whether hudi-clusterd scheduled ``plan`` (its stamp, or the planning key it has always written): only such
+    plans are executed by the daemon and recovered after a crash; others belong to the writer that scheduled
+    them (Apache Hudi rolls back and re-runs its own inflight plans without heartbeats)."""
+    return plan.extra_metadata.get(SCHEDULER_KEY) == SCHEDULER or PLANNED_AGAINST_KEY in plan.extra_metadata
 
 ColumnRange = tuple[Any, Any]
 """(min, max) of one column in one base file; None when the column holds only nulls."""
@@ -237,7 +247,7 @@ def plan_clustering(
                   "clustering output already)")
         return PlanningResult(None, reason, len(partitions), n_eligible, skipped)
     last = view.timeline.last_time()
-    extra = {PLANNED_AGAINST_KEY: last} if last else {}
+    extra = {SCHEDULER_KEY: SCHEDULER, **({PLANNED_AGAINST_KEY: last} if last else {})}
     plan = ClusteringPlan(
         tuple(groups),
         ClusteringStrategy(policy.execution_strategy_class, policy.strategy_params()),

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 import structlog
 
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering, ReplacedGroups
-from hudi_clusterd.domain.instant import Action, Instant, next_instant_time, parse_instant_time
+from hudi_clusterd.domain.instant import (
+    MAX_AHEAD_S,
+    Action,
+    Instant,
+    next_instant_time,
+    parse_instant_file_name,
+    parse_instant_time,
+    zone_skew_s,
+)
 from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.errors import StorageError, TableError
+from hudi_clusterd.errors import StorageError, TableError, TimelineError
 from hudi_clusterd.io.footers import FooterRanges
 from hudi_clusterd.io.java_properties import format_properties, parse_properties
 from hudi_clusterd.io.lock import DEFAULT_STALE_S, DEFAULT_TIMEOUT_S, TableLock
-from hudi_clusterd.io.storage import Storage
+from hudi_clusterd.io.storage import FileInfo, Storage
 from hudi_clusterd.io.timeline_store import META_FOLDER, TimelineStore
 
 log = structlog.get_logger(__name__)
@@ -92,16 +100,67 @@ class HoodieTable:
     def timeline(self) -> Timeline:
         return self.timeline_store.load()
 
+    @property
+    def timeline_tz(self) -> tzinfo:
+        """The zone instant times are read in: UTC when ``hoodie.table.timeline.timezone=UTC``, else this host's
+        local zone (Hudi's LOCAL is the writer JVM's default zone, which must therefore match the daemon's)."""
+        return UTC if self.config.timeline_timezone_utc else (datetime.now().astimezone().tzinfo or UTC)
+
     def new_instant_time(self, timeline: Timeline | None = None, now: datetime | None = None) -> str:
-        """A fresh instant time, strictly greater than every instant on the timeline. Call under ``lock()``."""
+        """A fresh instant time, strictly greater than every instant on the timeline. Call under ``lock()``.
+
+        Refuses (``TimelineError``) when the newest instant is more than ``MAX_AHEAD_S`` ahead of this host's
+        clock read in the table's zone: the new instant would have to be ahead of wall-clock time too, and a
+        writer whose clock reads true would then take smaller times for later commits, which the file-system
+        view orders before ours (their updates would be hidden)."""
         timeline = timeline if timeline is not None else self.timeline()
         if now is None:
-            now = datetime.now(UTC) if self.config.timeline_timezone_utc else datetime.now().astimezone()
-        return next_instant_time(now, timeline.last_time())
+            now = datetime.now(self.timeline_tz)
+        last = timeline.last_time()
+        if last is not None:
+            ahead = (parse_instant_time(last, now.tzinfo or UTC) - now).total_seconds()
+            if ahead > MAX_AHEAD_S:
+                raise TimelineError(
+                    f"{self.base_path}: the newest instant {last} is {ahead:.0f}s ahead of this host's clock read in "
+                    f"the table's time zone ({self._zone_name()}); a new instant would be ahead of wall-clock time. "
+                    "Check the clocks, and that every writer and the daemon read time in one zone (set "
+                    "hoodie.table.timeline.timezone=UTC on the writers that create the table, or the same TZ)")
+        return next_instant_time(now, last)
+
+    def instant_time_taken(self, time: str) -> str | None:
+        """A file showing that another writer uses instant time ``time`` for another action (ingestion commits,
+        cleans and rollbacks take their times without the table lock), or None. Stats a few names; no listing."""
+        names = [f"{META_FOLDER}/{time}.{suffix}" for suffix in (
+            "commit.requested", "inflight", "commit", "deltacommit.requested", "clean.requested",
+            "rollback.requested")]
+        names += [f"{META_FOLDER}/.temp/{time}"]
+        return next((self.storage.full_path(n) for n in names if self.storage.exists(n)), None)
+
+    def _zone_name(self) -> str:
+        return "UTC" if self.config.timeline_timezone_utc else f"LOCAL = {datetime.now().astimezone().tzname()}"
+
+    def check_writer_zones(self, listed: Iterable[FileInfo], newest: int = 10) -> None:
+        """Refuse (``TimelineError``) when the newest requested instants were named in another time zone than
+        this host reads the timeline in: their times then sit a whole number of quarter hours away from when their
+        files were written, and instants of the daemon would interleave wrongly with the writers'."""
+        requested = []
+        for fi in listed:
+            inst = parse_instant_file_name(fi.name, fi.mtime_ms) if fi.name.endswith(".requested") else None
+            if inst is not None:
+                requested.append(inst)
+        for inst in sorted(requested, key=lambda i: i.time)[-newest:]:
+            skew = zone_skew_s(inst.time, inst.transition_ms, self.timeline_tz)
+            if skew is not None:
+                raise TimelineError(
+                    f"{self.storage.full_path(META_FOLDER + '/' + inst.file_name)}: instant {inst.time} was named in "
+                    f"a time zone {abs(skew) / 3600:.2f}h {'behind' if skew > 0 else 'ahead of'} the one this host "
+                    f"reads the timeline in ({self._zone_name()}); the daemon's instants would be ordered wrongly "
+                    "against the writers'. Run the daemon in the writers' time zone (TZ), or use "
+                    "hoodie.table.timeline.timezone=UTC for the table")
 
     def instant_age_seconds(self, time: str, now: datetime | None = None) -> float:
         """How long ago an instant time was, read in the table's timeline time zone (LOCAL or UTC)."""
-        tz = UTC if self.config.timeline_timezone_utc else (datetime.now().astimezone().tzinfo or UTC)
+        tz = self.timeline_tz
         now = now or datetime.now(tz)
         return max(0.0, (now - parse_instant_time(time, tz)).total_seconds())
 

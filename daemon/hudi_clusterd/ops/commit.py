@@ -1,8 +1,9 @@
 """Completing a clustering: the conflict check and the commit point, or the rollback.
 
-Before the lock: files that have a marker of the instant but no write stat (failed or duplicate task attempts,
-or a writer of a dead earlier attempt that outlived its driver) are deleted. Under the lock, the timeline is
-listed and the plan's partitions (only those) are listed again; if any input file group got a newer slice, was
+Under the lock, the timeline is listed and the plan's partitions (only those) are listed again. An instant time
+another writer took for another action meanwhile withdraws the clustering (`InstantCollisionError`). Files that
+have a marker of the instant but no write stat (failed or duplicate task attempts, or a writer of a dead earlier
+attempt that outlived its driver) are deleted; if any input file group got a newer slice, was
 replaced, is claimed by another plan or is being written by a pending instant, *ingestion wins*: the commit is
 refused with every conflict named, and the caller rolls the clustering back and drops its plan. Otherwise
 ``T.replacecommit`` is written (operationType CLUSTER, a write stat per new file, every input group replaced,
@@ -11,7 +12,7 @@ refused with every conflict named, and the caller rolls the clustering back and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import structlog
 
@@ -22,10 +23,10 @@ from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.errors import CommitConflictError, ExecutionError, TimelineError
+from hudi_clusterd.errors import CommitConflictError, ExecutionError, InstantCollisionError, TimelineError
 from hudi_clusterd.io.heartbeat import heartbeat_path
 from hudi_clusterd.io.markers import delete_markers, list_markers
-from hudi_clusterd.io.rollback import RollbackResult, reconcile_markers, rollback_pending
+from hudi_clusterd.io.rollback import RollbackResult, reconcile_markers, rollback_pending, safe_file_of_instant
 from hudi_clusterd.io.table import HoodieTable
 
 log = structlog.get_logger(__name__)
@@ -61,7 +62,6 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats: list
     """Commit clustering ``instant`` (see the module docstring); ``CommitConflictError`` on a conflict."""
     if not stats:
         raise ExecutionError(f"clustering {instant} produced no files; refusing to replace its input")
-    reconcile_markers(table, instant, stats)
     with table.lock():
         view = fresh_view(table, plan)
         inflight = Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT)
@@ -69,6 +69,12 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats: list
         if found is None or found.state is not State.INFLIGHT:
             raise TimelineError(f"clustering {instant} is no longer inflight (rolled back by another process?); "
                                 "its files are rolled back")
+        others = sorted({i.action.value for i in view.timeline if i.time == instant} - {Action.REPLACE_COMMIT.value})
+        if others:
+            raise InstantCollisionError(f"clustering {instant}: another writer took the same instant time for "
+                                        f"{', '.join(others)}; the clustering is withdrawn, deleting only its own "
+                                        "files")
+        reconcile_markers(table, instant, stats)  # files of failed task attempts: a marker, no stat
         groups = set(plan.group_ids())
         conflicts = find_conflicts(requirements(plan), view, own_instant=instant,
                                    pending_writes=pending_writes(table, view.timeline, groups, instant))
@@ -98,8 +104,44 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats: list
     return meta
 
 
-def rollback_clustering(table: HoodieTable, instant: str, *, purge: bool = False) -> RollbackResult | None:
-    """Roll back a pending clustering: its files and inflight state; with ``purge`` its plan too."""
+def withdraw_collided(table: HoodieTable, instant: str, written: Sequence[WriteStat]) -> None:
+    """Undo a clustering whose instant time another writer also uses: delete exactly the files it wrote and its
+    own instant files; the shared marker and heartbeat folders stay with the other writer."""
+    discard_files(table, instant, written, markers=False)
+    with table.lock():
+        for state in (State.INFLIGHT, State.REQUESTED):
+            table.timeline_store.delete(Instant(instant, Action.REPLACE_COMMIT, state))
+    log.error("clustering withdrawn: its instant time is used by another writer", instant=instant,
+              files=len(written))
+
+
+def rollback_clustering(table: HoodieTable, instant: str, *, purge: bool = False,
+                        written: Sequence[WriteStat] = ()) -> RollbackResult | None:
+    """Roll back a pending clustering: its files and inflight state; with ``purge`` its plan too.
+
+    When the instant is no longer on the timeline (another writer rolled it back under us, e.g. Apache Hudi with
+    ``hoodie.clustering.rollback.pending.replacecommit.on.conflict``), the files it wrote after that writer read
+    its markers would stay behind and become visible once archival passes the instant: the files ``written``
+    names and those its remaining markers name are deleted instead (only base files of this very instant)."""
     result = rollback_pending(table, instant, Action.REPLACE_COMMIT, delete_requested=purge)
     table.storage.delete(heartbeat_path(instant))
+    if result is None:
+        discard_files(table, instant, written)
     return result
+
+
+def discard_files(table: HoodieTable, instant: str, written: Sequence[WriteStat], *, markers: bool = True
+                  ) -> list[str]:
+    """Delete the base files of ``instant`` that ``written`` (and, with ``markers``, its markers) name, then its
+    markers. Without ``markers`` the marker folder is left alone: another writer of the same time shares it."""
+    paths = {ws.path for ws in written if ws.path}
+    if markers:
+        paths |= {m.data_file_path for m in list_markers(table.storage, instant)}
+    deleted = [rel for rel in sorted(paths)
+               if safe_file_of_instant(rel, instant) is not None and table.storage.delete(rel, missing_ok=True)]
+    if markers:
+        delete_markers(table.storage, instant)
+    if deleted:
+        log.warning("clustering was rolled back by another writer; deleted the files it wrote", instant=instant,
+                    files=len(deleted))
+    return deleted

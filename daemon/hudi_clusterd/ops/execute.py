@@ -22,11 +22,20 @@ import structlog
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.fs_view import FileSystemView
+from hudi_clusterd.domain.instant import State
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
-from hudi_clusterd.errors import ClusterdError, CommitConflictError, ExecutionError, PlanError, StorageError
+from hudi_clusterd.domain.planner import scheduled_by_us
+from hudi_clusterd.errors import (
+    ClusterdError,
+    CommitConflictError,
+    ExecutionError,
+    InstantCollisionError,
+    PlanError,
+    StorageError,
+)
 from hudi_clusterd.io.storage import Storage
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.ops.commit import complete, rollback_clustering
+from hudi_clusterd.ops.commit import complete, rollback_clustering, withdraw_collided
 from hudi_clusterd.ops.events import NoObserver, Observer, Outcome, PlanFinished, PlanStarted
 from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.pool import run_groups
@@ -119,10 +128,12 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
                                      result.layout_after))
         return result
 
+    written: list[WriteStat] = []
     try:
         observer.notify(PlanStarted(table.name, instant, len(plan.input_groups), plan.num_slices, plan.input_bytes))
         inputs = group_inputs(snapshot, plan)
-        stats = run_groups(executor.runner, table, instant, plan, inputs, executor.parallelism, observer, cancel)
+        stats = run_groups(executor.runner, table, instant, plan, inputs, executor.parallelism, observer, cancel,
+                           written)
         figures = executor.figures(table.storage, snapshot.view, plan, stats) if executor.figures else None
         extra: dict[str, str] = {}
         if figures is not None:
@@ -134,16 +145,23 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
             plan.num_slices, plan.input_bytes, time.monotonic() - started, f"{plan.num_slices} files into {len(stats)}",
             figures[0] if figures else None, figures[1] if figures else None, tuple(stats),
         ))
+    except InstantCollisionError as e:
+        executor.ownership.release(claim, delete_heartbeat=False)  # the heartbeat file is the other writer's too
+        withdraw_collided(table, instant, written)
+        finished(ExecutionResult(instant, Outcome.FAILED, duration_s=time.monotonic() - started, message=str(e)))
+        raise
     except CommitConflictError as e:
         executor.ownership.release(claim)
-        rollback_clustering(table, instant, purge=True)
-        log.warning("clustering lost to ingestion; plan dropped", instant=instant, reason=str(e))
+        ours = scheduled_by_us(plan)  # another writer's plan stays for it to decide
+        rollback_clustering(table, instant, purge=ours, written=written)
+        log.warning("clustering lost to ingestion; " + ("plan dropped" if ours else "plan kept"), instant=instant,
+                    reason=str(e))
         return finished(ExecutionResult(instant, Outcome.CONFLICT, duration_s=time.monotonic() - started,
                                         message=str(e)))
     except Exception as e:
         log.error("clustering failed; rolling back", instant=instant, error=str(e))
         executor.ownership.release(claim)
-        rollback_clustering(table, instant, purge=False)
+        rollback_clustering(table, instant, purge=False, written=written)
         outcome = Outcome.ROLLED_BACK if cancel.is_set() else Outcome.FAILED  # cancelled by a shutdown
         finished(ExecutionResult(instant, outcome, duration_s=time.monotonic() - started, message=str(e)))
         if isinstance(e, ClusterdError):
@@ -163,9 +181,10 @@ def execute_pending(table: HoodieTable, runner: GroupRunner, instant: str | None
     snapshot = TableSnapshot.load(table)
     recover(snapshot, ownership)
     if instant is None:
-        if not snapshot.pending:
+        runnable = [p for p in snapshot.pending if scheduled_by_us(p.plan) or p.instant.state is State.REQUESTED]
+        if not runnable:
             return ExecutionResult("", Outcome.SKIPPED, message="no pending clustering plan")
-        pending = snapshot.pending[0]
+        pending = runnable[0]
     else:
         found = snapshot.pending_plan(instant)
         if found is None:

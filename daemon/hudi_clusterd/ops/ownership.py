@@ -19,6 +19,7 @@ import structlog
 
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import PendingPlan
+from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import PlanError
 from hudi_clusterd.io.heartbeat import (
     CLUSTERING_INTERVAL_S,
@@ -87,7 +88,11 @@ class Ownership:
 
     def claim(self, table: HoodieTable, pending: PendingPlan, *, locked: bool = False) -> Claim | None:
         """Take ``pending`` for execution; None when another live executor owns it. ``locked``: the caller holds
-        the table lock already. The state is re-checked on storage (no listing)."""
+        the table lock already. The state is re-checked on storage (no listing).
+
+        A plan another writer scheduled (not `scheduled_by_us`) is claimed only while it is requested: once
+        inflight it is that writer's to finish or roll back (Apache Hudi writes no heartbeat for clustering, so
+        a missing heartbeat does not mean its executor is dead)."""
         if not locked:
             with table.lock():
                 return self.claim(table, pending, locked=True)
@@ -100,6 +105,11 @@ class Ownership:
             raise PlanError(f"no clustering plan {instant} on the timeline of {table.base_path} (rolled back or "
                             "purged meanwhile)")
         if store.exists(requested.with_state(State.INFLIGHT)):
+            if not scheduled_by_us(pending.plan):
+                raise PlanError(f"clustering {instant} was scheduled by another writer and is inflight: it is that "
+                                "writer's to finish or roll back (Apache Hudi writes no heartbeat for clustering); "
+                                f"to take it over, roll it back first: hudi-clusterd rollback --instant {instant} "
+                                "--force")
             if self.owner_alive(table, instant):
                 return None
             result = rollback_pending(table, instant, Action.REPLACE_COMMIT, take_lock=False)
@@ -114,10 +124,14 @@ class Ownership:
         return Claim(table, pending, heartbeat)
 
     def release(self, claim: Claim, *, delete_heartbeat: bool = True) -> None:
-        """Stop the claim's heartbeat (deleting its file unless told not to) and forget it."""
-        claim.heartbeat.stop(delete=delete_heartbeat)
+        """Stop the claim's heartbeat (deleting its file unless told not to) and forget it; a second release of
+        the same claim does nothing."""
         with self._lock:
-            self._running.discard((claim.table.base_path, claim.instant))
+            key = (claim.table.base_path, claim.instant)
+            if key not in self._running:
+                return
+            self._running.discard(key)
+        claim.heartbeat.stop(delete=delete_heartbeat)
 
 
 def _parse_owner(owner: str) -> tuple[str, int | None, str]:

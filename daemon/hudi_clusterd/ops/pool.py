@@ -24,10 +24,11 @@ from hudi_clusterd.ops.ports import GroupRunner
 
 def run_groups(runner: GroupRunner, table: HoodieTable, instant: str, plan: ClusteringPlan,
                inputs: Sequence[Sequence[BaseFile]], parallelism: int, observer: Observer,
-               cancel: threading.Event) -> list[WriteStat]:
+               cancel: threading.Event, written: list[WriteStat] | None = None) -> list[WriteStat]:
     """Run every group of ``plan`` (``inputs[i]``: the base files of group ``i``); returns all write stats.
     ``cancel`` (set by a shutdown) keeps groups from starting; a failed group does the same for the others and
-    cancels the running ones."""
+    cancels the running ones. ``written`` receives the stats of every group that finished, also when another
+    group fails (what to clean up if the instant is gone by then)."""
     n = len(plan.input_groups)
     failed = threading.Event()
     stats: list[WriteStat] = []
@@ -57,7 +58,10 @@ def run_groups(runner: GroupRunner, table: HoodieTable, instant: str, plan: Clus
         futures: dict[Future[list[WriteStat]], int] = {pool.submit(one, i): i for i in range(n)}
         for fut in futures:
             try:
-                stats.extend(fut.result())
+                result = fut.result()
+                stats.extend(result)
+                if written is not None:
+                    written.extend(result)
             except Exception as e:  # a failed group fails the instant; the others are cancelled
                 errors.append(f"group {futures[fut]}: {e}")
                 if not failed.is_set():

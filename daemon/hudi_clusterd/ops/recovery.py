@@ -15,6 +15,7 @@ import time
 import structlog
 
 from hudi_clusterd.domain.instant import Action, Instant, State
+from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.io.heartbeat import HEARTBEAT_FOLDER, heartbeat_path
 from hudi_clusterd.io.markers import delete_markers
 from hudi_clusterd.io.rollback import RollbackResult, rollback_pending
@@ -62,12 +63,15 @@ def clean_stale_temp_files(snapshot: TableSnapshot, older_than_s: float = STALE_
 
 
 def roll_back_abandoned(snapshot: TableSnapshot, ownership: Ownership) -> list[RollbackResult]:
-    """Roll back the snapshot's inflight plans whose owner is dead (re-checked under the lock); they stay
-    requested for a retry."""
+    """Roll back the snapshot's inflight plans that hudi-clusterd scheduled and whose owner is dead (re-checked
+    under the lock); they stay requested for a retry. Plans another writer scheduled are left to it."""
     table = snapshot.table
     out: list[RollbackResult] = []
     for p in snapshot.pending:
         if p.instant.state is not State.INFLIGHT or ownership.owner_alive(table, p.time):
+            continue
+        if not scheduled_by_us(p.plan):
+            log.info("inflight clustering scheduled by another writer left to it", instant=p.time)
             continue
         inflight = Instant(p.time, Action.REPLACE_COMMIT, State.INFLIGHT)
         with table.lock():

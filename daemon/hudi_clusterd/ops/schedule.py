@@ -26,7 +26,8 @@ from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan, RequestedRepl
 from hudi_clusterd.domain.planner import PlanningResult, TriggerDecision, drop_groups, plan_clustering, trigger
 from hudi_clusterd.domain.policy import ClusteringKey, ClusteringPolicy
 from hudi_clusterd.domain.sort_columns import avro_column_kinds, sort_column_problems
-from hudi_clusterd.errors import ConfigError
+from hudi_clusterd.domain.timeline import Timeline
+from hudi_clusterd.errors import ConfigError, InstantCollisionError
 from hudi_clusterd.io.avro import encode_requested_replace
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.ownership import Claim, Ownership
@@ -77,6 +78,26 @@ def check_sort_columns(snapshot: TableSnapshot, policy: ClusteringPolicy) -> Non
         raise ConfigError(f"sort columns do not match the schema of {snapshot.table.base_path}", problems)
 
 
+TIME_ATTEMPTS = 3
+
+
+def _save(table: HoodieTable, snapshot: TableSnapshot, data: bytes) -> Instant:
+    """Create the requested plan with a fresh instant time; when another writer took the same time for another
+    action meanwhile (ingestion takes its times without the lock), withdraw it and take the next time."""
+    after = snapshot.timeline
+    for _ in range(TIME_ATTEMPTS):
+        requested = Instant(table.new_instant_time(after), Action.REPLACE_COMMIT, State.REQUESTED)
+        table.timeline_store.create(requested, data)
+        taken = table.instant_time_taken(requested.time)
+        if taken is None:
+            return requested
+        table.timeline_store.delete(requested)
+        log.warning("instant time taken by another writer; taking the next one", instant=requested.time, by=taken)
+        after = Timeline.from_states([*after, requested])
+    raise InstantCollisionError(f"{table.base_path}: {TIME_ATTEMPTS} instant times in a row were taken by another "
+                                "writer while the plan was saved; try again")
+
+
 def schedule(
     table: HoodieTable,
     policy: ClusteringPolicy,
@@ -112,8 +133,8 @@ def schedule(
         if plan is None:
             reason = "every planned file group moved while it was planned"
             return ScheduleResult(snapshot, decision, PlanningResult(None, reason))
-        requested = Instant(table.new_instant_time(snapshot.timeline), Action.REPLACE_COMMIT, State.REQUESTED)
-        table.timeline_store.create(requested, encode_requested_replace(RequestedReplaceMetadata.for_plan(plan)))
+        table.check_writer_zones(snapshot.meta_files)
+        requested = _save(table, snapshot, encode_requested_replace(RequestedReplaceMetadata.for_plan(plan)))
         pending = PendingPlan(requested, plan)
         claim = claim_with.claim(table, pending, locked=True) if claim_with is not None else None
     if plan is not planning.plan:

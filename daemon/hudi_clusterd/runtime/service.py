@@ -21,6 +21,7 @@ import structlog
 
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
+from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import ClusterdError
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.layout.figures import clustering_figures, ratio_after
@@ -71,6 +72,7 @@ class TableWorker:
         self.table: HoodieTable | None = None
         self._table_key: tuple[str, float, float] | None = None
         self._failures: dict[str, int] = {}
+        self._foreign: set[str] = set()
         self._thread = threading.Thread(target=self._run, name=f"table-{name}", daemon=True)
         self._watcher: TimelineWatcher | None = None
         self._recovered = False
@@ -149,7 +151,7 @@ class TableWorker:
             recover(snapshot, self.daemon.ownership)  # plans left inflight by a crashed daemon go back to requested
             self._recovered = True
         self._observe(snapshot, spec, scheduled=1 if result.pending else 0)
-        queue: list[tuple[PendingPlan, Claim | None]] = [(p, None) for p in snapshot.pending]
+        queue: list[tuple[PendingPlan, Claim | None]] = [(p, None) for p in self._runnable(snapshot)]
         if result.pending is not None:
             queue.append((result.pending, result.claim))
         done: list[tuple[ClusteringPlan, Sequence[WriteStat]]] = []
@@ -165,6 +167,18 @@ class TableWorker:
             ratio = ratio_after(table.storage, snapshot.view, done, spec.policy.sort_columns)
             if ratio is not None:
                 self.observer.notify(LayoutMeasured(self.name, spec.policy.sort_columns, ratio))
+
+    def _runnable(self, snapshot: TableSnapshot) -> list[PendingPlan]:
+        """The pending plans this daemon executes: those hudi-clusterd scheduled (another writer's plans are left
+        to it; they still count for the trigger and keep their file groups out of new plans)."""
+        ours = []
+        for p in snapshot.pending:
+            if scheduled_by_us(p.plan):
+                ours.append(p)
+            elif p.time not in self._foreign:
+                self._foreign.add(p.time)
+                log.info("pending clustering scheduled by another writer left to it", instant=p.time)
+        return ours
 
     def _observe(self, snapshot: TableSnapshot, spec: TableSpec, scheduled: int) -> None:
         latest = snapshot.latest_files()

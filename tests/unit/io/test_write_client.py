@@ -3,13 +3,14 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from hudi_clusterd.domain.commit import Operation, WriteStat
-from hudi_clusterd.domain.instant import Action, Instant, State
+from hudi_clusterd.domain.instant import Action, Instant, State, format_instant_time
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.engine.ingest.write_client import (
     WRITER_KEY,
@@ -41,6 +42,14 @@ def _write(table: HoodieTable, instant: str, attempt: int = 2) -> list[WriteStat
     return [f.to_write_stat() for f in BaseFileTaskWriter(spec, TaskIds(0, 1, attempt)).write([batch])]
 
 
+def test_start_commit_refuses_when_the_timeline_is_ahead_of_wall_clock_time(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    (tmp_path / ".hoodie" / "29990101000000000.clean.requested").write_bytes(b"")  # a writer's clock far ahead
+    with pytest.raises(TimelineError, match=r"newest instant 29990101000000000 is \d+s ahead of this host's clock"):
+        start_commit(table)
+    assert sorted(p.name for p in (tmp_path / ".hoodie").glob("*.commit*")) == []
+
+
 def _age(path: Path, seconds: float) -> None:
     past = time.time() - seconds
     os.utime(path, (past, past))
@@ -48,10 +57,11 @@ def _age(path: Path, seconds: float) -> None:
 
 def test_start_commit_writes_requested_inflight_and_heartbeat(tmp_path: Path) -> None:
     table = _table(tmp_path)
-    (tmp_path / ".hoodie" / "29990101000000000.clean.requested").write_bytes(b"")  # a newer instant exists
+    newer = format_instant_time(datetime.now().astimezone() + timedelta(seconds=2))
+    (tmp_path / ".hoodie" / f"{newer}.clean.requested").write_bytes(b"")  # a newer instant exists (a clock 2s ahead)
     handle = start_commit(table, extra={"k": "v"})
     try:
-        assert handle.instant_time > "29990101000000000"
+        assert handle.instant_time > newer
         hoodie = tmp_path / ".hoodie"
         assert (hoodie / f"{handle.instant_time}.commit.requested").read_bytes() == b""
         profile = json.loads((hoodie / f"{handle.instant_time}.inflight").read_text())
