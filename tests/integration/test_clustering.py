@@ -249,17 +249,39 @@ def test_failed_group_rolls_back_keeps_plan_and_retry_completes(tmp_path: Path, 
     assert_no_orphans(gen.base)
 
 
-def test_ingestion_wins_conflict_and_plan_is_dropped(tmp_path: Path, runner: GroupRunner) -> None:
+def test_ingestion_wins_a_conflict_its_group_is_left_out_and_the_rest_commits(tmp_path: Path,
+                                                                             runner: GroupRunner) -> None:
+    gen = make_table(tmp_path, commits=4)
+    pol = policy()
+    scheduled = schedule(gen.table, pol, force=True)
+    assert scheduled.plan is not None and scheduled.instant is not None and len(scheduled.plan.input_groups) == 2
+    partition, file_id = scheduled.plan.group_ids()[0]
+    gen.commit({partition: [1.0, 2.0]}, file_ids={partition: file_id})  # an update of a planned file group
+    expected = without_file_name(hudi_rs_rows(gen.base))
+    result = execute_pending(gen.table, runner, scheduled.instant, parallelism=pol.max_parallelism)
+    assert result.outcome == "completed" and file_id in result.message and result.groups == 1
+    committed = json.loads((gen.base / ".hoodie" / f"{scheduled.instant}.replacecommit").read_text())
+    replaced = {(p, f) for p, ids in committed["partitionToReplaceFileIds"].items() for f in ids}
+    assert replaced == set(scheduled.plan.input_groups[1].group_ids())  # the other partition was clustered
+    assert committed["extraMetadata"]["hudi-clusterd.groups.dropped"] == "0"
+    assert without_file_name(hudi_rs_rows(gen.base)) == expected  # the update is kept; nothing duplicated
+    assert gen.table.pending_clustering_plans() == []
+    assert_no_orphans(gen.base)
+
+
+def test_ingestion_wins_conflicts_in_every_group_and_the_plan_is_dropped(tmp_path: Path,
+                                                                         runner: GroupRunner) -> None:
     gen = make_table(tmp_path, commits=4)
     pol = policy()
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.plan is not None and scheduled.instant is not None
-    partition, file_id = scheduled.plan.group_ids()[0]
-    gen.commit({partition: [1.0, 2.0]}, file_ids={partition: file_id})  # an update of a planned file group
+    for group in scheduled.plan.input_groups:  # an update in every group
+        partition, file_id = group.group_ids()[0]
+        gen.commit({partition: [1.0, 2.0]}, file_ids={partition: file_id})
     expected = hudi_rs_rows(gen.base)
     result = execute_pending(gen.table, runner, scheduled.instant, parallelism=pol.max_parallelism)
-    assert result.outcome == "conflict" and file_id in result.message
-    assert hudi_rs_rows(gen.base) == expected  # the update is kept; nothing duplicated
+    assert result.outcome == "conflict"
+    assert hudi_rs_rows(gen.base) == expected
     assert gen.table.pending_clustering_plans() == []
     assert_no_orphans(gen.base)
 

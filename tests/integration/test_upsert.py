@@ -194,11 +194,12 @@ def test_upsert_into_pending_plan_wins_then_next_plan_leaves_hot_groups_out(spar
     hot = _planned_group_of(table, planned, 4)
     # When an upsert updates record 4 in a planned file group (ingestion wins: it goes ahead)
     c = upsert(spark, table, spark.createDataFrame([(4, "eu", -1.0, 9)], SCHEMA))
-    # Then executing the plan hits the conflict, rolls back and drops the plan
+    # Then executing the plan commits every group but the one holding the updated file group, which it leaves out
     result = execute_pending(table, runner, planned, parallelism=pol.max_parallelism)
-    assert result.outcome == "conflict" and hot in result.message
+    assert result.outcome == "completed" and hot in result.message and "groups left out" in result.message
     assert table.pending_clustering_plans() == []
-    assert not (base / ".hoodie" / f"{planned}.replacecommit").exists()
+    committed = json.loads((base / ".hoodie" / f"{planned}.replacecommit").read_text())
+    assert hot not in {f for ids in committed["partitionToReplaceFileIds"].values() for f in ids}
     # And the update is kept: no lost update, every row once
     assert _amounts(base)[4] == -1.0 and assert_meta_consistent(base) == 30
     assert c in _meta(base)[4][0]
@@ -267,13 +268,15 @@ def test_clustering_completing_while_an_upsert_is_inflight_loses_to_it(
         result = execute_pending(table, runner, planned, parallelism=pol.max_parallelism)
         outcomes.append(result.outcome)
         assert hot in result.message and "is being written by a pending instant" in result.message
+        committed = json.loads((base / ".hoodie" / f"{planned}.replacecommit").read_text())
+        assert hot not in {f for ids in committed["partitionToReplaceFileIds"].values() for f in ids}
         return real_complete(*args, **kw)
 
     monkeypatch.setattr("hudi_clusterd.engine.ingest.upsert.complete_commit", complete_after_clustering)
     # When the clustering tries to complete before the upsert commits
     upsert(spark, table, spark.createDataFrame([(4, "eu", -1.0, 9)], SCHEMA))
-    # Then the clustering saw the inflight upsert's markers and rolled back; the update is kept
-    assert outcomes == ["conflict"] and table.pending_clustering_plans() == []
+    # Then the clustering saw the inflight upsert's markers and left that group out; the update is kept
+    assert outcomes == ["completed"] and table.pending_clustering_plans() == []
     assert _amounts(base)[4] == -1.0 and assert_meta_consistent(base) == 30
 
 

@@ -13,6 +13,7 @@ refused with every conflict named, and the caller rolls the clustering back and 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import structlog
 
@@ -30,6 +31,9 @@ from hudi_clusterd.io.rollback import RollbackResult, reconcile_markers, rollbac
 from hudi_clusterd.io.table import HoodieTable
 
 log = structlog.get_logger(__name__)
+
+DROPPED_GROUPS_KEY = "hudi-clusterd.groups.dropped"
+"""``extraMetadata`` of a clustering committed without some plan groups: their indexes in the plan."""
 
 
 def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroupId], own_instant: str
@@ -57,10 +61,25 @@ def fresh_view(table: HoodieTable, plan: ClusteringPlan) -> FileSystemView:
                           frozenset(), partitions)
 
 
-def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats: list[WriteStat],
-             extra: Mapping[str, str]) -> CommitMetadata:
-    """Commit clustering ``instant`` (see the module docstring); ``CommitConflictError`` on a conflict."""
-    if not stats:
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """A committed clustering: its metadata, and the groups left out because ingestion moved their input."""
+
+    metadata: CommitMetadata
+    stats: tuple[WriteStat, ...]
+    dropped_groups: tuple[int, ...] = ()
+    conflicts: tuple[str, ...] = ()
+
+
+def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_group: Sequence[Sequence[WriteStat]],
+             extra: Mapping[str, str]) -> Committed:
+    """Commit clustering ``instant`` (see the module docstring).
+
+    A group whose input moved (a conflict) is left out: its files are deleted and its file groups are not
+    replaced, while the other groups commit; only when every group moved is the whole clustering refused
+    (``CommitConflictError``), and its plan then dropped by the caller. Fewer dropped plans means fewer deletions
+    of a requested file that a Hudi reader may be reading at that moment."""
+    if not any(stats_by_group):
         raise ExecutionError(f"clustering {instant} produced no files; refusing to replace its input")
     with table.lock():
         view = fresh_view(table, plan)
@@ -74,25 +93,33 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats: list
             raise InstantCollisionError(f"clustering {instant}: another writer took the same instant time for "
                                         f"{', '.join(others)}; the clustering is withdrawn, deleting only its own "
                                         "files")
-        reconcile_markers(table, instant, stats)  # files of failed task attempts: a marker, no stat
         groups = set(plan.group_ids())
         conflicts = find_conflicts(requirements(plan), view, own_instant=instant,
                                    pending_writes=pending_writes(table, view.timeline, groups, instant))
-        if conflicts:
-            raise CommitConflictError(f"clustering {instant} conflicts with ingestion: "
-                                      + "; ".join(str(c) for c in conflicts[:5])
-                                      + (f"; and {len(conflicts) - 5} more" if len(conflicts) > 5 else ""))
+        moved = {c.group for c in conflicts}
+        dropped = tuple(i for i, g in enumerate(plan.input_groups) if moved.intersection(g.group_ids()))
+        described = [str(c) for c in conflicts]
+        if len(dropped) == len(plan.input_groups):
+            raise CommitConflictError(f"clustering {instant} conflicts with ingestion: " + "; ".join(described[:5])
+                                      + (f"; and {len(described) - 5} more" if len(described) > 5 else ""))
+        kept = [i for i in range(len(plan.input_groups)) if i not in dropped]
+        stats = [ws for i in kept for ws in stats_by_group[i]]
+        # files of failed task attempts (a marker, no stat), and every file of a dropped group, go here
+        reconcile_markers(table, instant, stats)
         by_partition: dict[str, list[WriteStat]] = {}
         for ws in stats:
             by_partition.setdefault(ws.partition_path or "", []).append(ws)
         replaced: dict[str, list[str]] = {}
-        for gid in plan.group_ids():
-            replaced.setdefault(gid[0], []).append(gid[1])
+        for i in kept:
+            for gid in plan.input_groups[i].group_ids():
+                replaced.setdefault(gid[0], []).append(gid[1])
         metadata: dict[str, str] = {}
         schema = table.latest_schema(view.timeline)
         if schema:
             metadata["schema"] = schema
         metadata.update(extra)
+        if dropped:
+            metadata[DROPPED_GROUPS_KEY] = ",".join(str(i) for i in dropped)
         meta = CommitMetadata(
             {p: tuple(v) for p, v in by_partition.items()},
             metadata,
@@ -101,7 +128,10 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats: list
         )
         table.timeline_store.create(inflight.with_state(State.COMPLETED), meta.to_json_bytes())
     delete_markers(table.storage, instant)
-    return meta
+    if dropped:
+        log.warning("clustering committed without the groups ingestion moved", instant=instant,
+                    dropped_groups=len(dropped), kept_groups=len(kept), conflicts=described[:5])
+    return Committed(meta, tuple(stats), dropped, tuple(described))
 
 
 def withdraw_collided(table: HoodieTable, instant: str, written: Sequence[WriteStat]) -> None:

@@ -132,18 +132,26 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
     try:
         observer.notify(PlanStarted(table.name, instant, len(plan.input_groups), plan.num_slices, plan.input_bytes))
         inputs = group_inputs(snapshot, plan)
-        stats = run_groups(executor.runner, table, instant, plan, inputs, executor.parallelism, observer, cancel,
-                           written)
-        figures = executor.figures(table.storage, snapshot.view, plan, stats) if executor.figures else None
+        by_group = run_groups(executor.runner, table, instant, plan, inputs, executor.parallelism, observer, cancel,
+                              written)
+        every = [ws for group in by_group for ws in group]
+        figures = executor.figures(table.storage, snapshot.view, plan, every) if executor.figures else None
         extra: dict[str, str] = {}
         if figures is not None:
             extra = {LAYOUT_COLUMNS_KEY: ",".join(plan.strategy.work_order.sort_columns),
                      LAYOUT_BEFORE_KEY: f"{figures[0]:.4f}", LAYOUT_AFTER_KEY: f"{figures[1]:.4f}"}
-        complete(table, instant, plan, stats, extra)
+        committed = complete(table, instant, plan, by_group, extra)
+        stats = committed.stats
+        kept = [g for i, g in enumerate(plan.input_groups) if i not in committed.dropped_groups]
+        files_in = sum(len(g.slices) for g in kept)
+        message = f"{files_in} files into {len(stats)}"
+        if committed.dropped_groups:
+            message += (f"; {len(committed.dropped_groups)} of {len(plan.input_groups)} groups left out, their input "
+                        f"moved: {committed.conflicts[0]}")
         return finished(ExecutionResult(
-            instant, Outcome.COMPLETED, len(plan.input_groups), len(stats), sum(s.file_size_in_bytes for s in stats),
-            plan.num_slices, plan.input_bytes, time.monotonic() - started, f"{plan.num_slices} files into {len(stats)}",
-            figures[0] if figures else None, figures[1] if figures else None, tuple(stats),
+            instant, Outcome.COMPLETED, len(kept), len(stats), sum(s.file_size_in_bytes for s in stats),
+            files_in, sum(g.input_bytes for g in kept), time.monotonic() - started, message,
+            figures[0] if figures else None, figures[1] if figures else None, stats,
         ))
     except InstantCollisionError as e:
         executor.ownership.release(claim, delete_heartbeat=False)  # the heartbeat file is the other writer's too

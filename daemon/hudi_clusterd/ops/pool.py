@@ -24,14 +24,15 @@ from hudi_clusterd.ops.ports import GroupRunner
 
 def run_groups(runner: GroupRunner, table: HoodieTable, instant: str, plan: ClusteringPlan,
                inputs: Sequence[Sequence[BaseFile]], parallelism: int, observer: Observer,
-               cancel: threading.Event, written: list[WriteStat] | None = None) -> list[WriteStat]:
-    """Run every group of ``plan`` (``inputs[i]``: the base files of group ``i``); returns all write stats.
+               cancel: threading.Event, written: list[WriteStat] | None = None) -> list[list[WriteStat]]:
+    """Run every group of ``plan`` (``inputs[i]``: the base files of group ``i``); returns each group's write
+    stats, in plan order.
     ``cancel`` (set by a shutdown) keeps groups from starting; a failed group does the same for the others and
     cancels the running ones. ``written`` receives the stats of every group that finished, also when another
     group fails (what to clean up if the instant is gone by then)."""
     n = len(plan.input_groups)
     failed = threading.Event()
-    stats: list[WriteStat] = []
+    stats: list[list[WriteStat]] = [[] for _ in range(n)]
     errors: list[str] = []
     caller_context = structlog.contextvars.get_contextvars()  # pool threads do not inherit contextvars
 
@@ -59,7 +60,7 @@ def run_groups(runner: GroupRunner, table: HoodieTable, instant: str, plan: Clus
         for fut in futures:
             try:
                 result = fut.result()
-                stats.extend(result)
+                stats[futures[fut]] = result
                 if written is not None:
                     written.extend(result)
             except Exception as e:  # a failed group fails the instant; the others are cancelled

@@ -153,7 +153,8 @@ def test_a_commit_whose_time_another_writer_took_withdraws_only_its_own_files(tm
     (gen.base / ".hoodie" / f"{t}.commit.requested").write_bytes(b"")
     stat = WriteStat("aaaa-0", f"p1/{ours.name}", "p1", num_writes=1)
     with pytest.raises(InstantCollisionError, match="took the same instant time for commit"):
-        complete(gen.table, t, scheduled.pending.plan, [stat], {})
+        groups = len(scheduled.pending.plan.input_groups)
+        complete(gen.table, t, scheduled.pending.plan, [[stat]] + [[] for _ in range(groups - 1)], {})
     ownership.release(scheduled.claim, delete_heartbeat=False)
     withdraw_collided(gen.table, t, [stat])
     assert not ours.exists() and theirs.exists()  # their file and the shared markers stay
