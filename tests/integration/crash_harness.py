@@ -473,11 +473,16 @@ def clustering_plans(base: Path) -> dict[str, list[FileGroupId]]:
 
 
 def assert_plans_disjoint(base: Path) -> int:
-    """No file group in two plans on the timeline (a plan dropped after a conflict is purged, its file gone); no
-    file group replaced by two completed replacecommits. Returns the number of plans."""
+    """No file group in two plans on the timeline (a plan dropped after a conflict is purged, its file gone; a
+    completed plan holds only the file groups its commit replaced, since groups whose input moved are left out);
+    no file group replaced by two completed replacecommits. Returns the number of plans."""
     owner: dict[FileGroupId, str] = {}
     plans = clustering_plans(base)
     for t, gids in sorted(plans.items()):
+        completed = base / ".hoodie" / f"{t}.replacecommit"
+        if completed.exists():
+            committed = json.loads(completed.read_text()).get("partitionToReplaceFileIds", {})
+            gids = [(p, f) for p, fids in committed.items() for f in fids]
         for gid in gids:
             assert gid not in owner, f"file group {gid} is in plans {owner[gid]} and {t}"
             owner[gid] = t
