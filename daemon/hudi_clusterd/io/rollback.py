@@ -97,7 +97,7 @@ def _plan_record(table: HoodieTable, target: Instant, files: Iterable[BaseFile])
         "instantToRollback": {"commitTime": target.time, "action": target.action.value},
         "RollbackRequests": [
             {"partitionPath": p, "fileId": f, "latestBaseInstant": target.time, "filesToBeDeleted": paths,
-             "logBlocksToBeDeleted": None}
+             "logBlocksToBeDeleted": {}}
             for (p, f), paths in sorted(requests.items())
         ],
         "version": ROLLBACK_VERSION,

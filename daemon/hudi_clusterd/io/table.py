@@ -64,11 +64,18 @@ class HoodieTable:
                 raise TableError(f"{source}: missing; {storage.base_uri} has a .hoodie folder but no table "
                                  "properties (a half-created or damaged table)")
             raise TableError(f"{source}: missing; {storage.base_uri} is not a Hudi table")
-        # Java's Properties.store writes ISO-8859-1 (other characters as \uXXXX escapes)
-        text = storage.read_bytes(PROPERTIES_FILE).decode("iso-8859-1")
-        config = TableConfig(parse_properties(text, source))
+        config = _read_config(storage)
         config.check_readable(source)
         return cls(storage, config, **kw)
+
+    def check_clusterable(self) -> None:
+        """Re-read ``hoodie.properties`` (a writer may have changed it since the table was opened) and refuse a
+        table clustering must not write: another version or layout, or one with a metadata table, whose readers
+        and writers list files through it and would never see the files a clustering writes."""
+        source = self.storage.full_path(PROPERTIES_FILE)
+        config = _read_config(self.storage)
+        config.check_writable(source)
+        self.config = config
 
     @classmethod
     def create(cls, base_path: str, config: TableConfig, storage: Storage | None = None) -> HoodieTable:
@@ -295,3 +302,9 @@ class HoodieTable:
             return self.storage.read_bytes(PROPERTIES_FILE).decode("iso-8859-1")
         except StorageError as e:
             raise TableError(f"{self.storage.full_path(PROPERTIES_FILE)}: {e}") from e
+
+
+def _read_config(storage: Storage) -> TableConfig:
+    # Java's Properties.store writes ISO-8859-1 (other characters as \uXXXX escapes)
+    source = storage.full_path(PROPERTIES_FILE)
+    return TableConfig(parse_properties(storage.read_bytes(PROPERTIES_FILE).decode("iso-8859-1"), source))

@@ -113,6 +113,7 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
     table = snapshot.table
     instant = pending.time
     if claim is None:
+        table.check_clusterable()
         claim = executor.ownership.claim(table, pending)
         if claim is None:
             return ExecutionResult(instant, Outcome.SKIPPED, message="another live executor is running this plan")
@@ -186,6 +187,7 @@ def execute_pending(table: HoodieTable, runner: GroupRunner, instant: str | None
     """What ``hudi-clusterd execute`` does: one snapshot, recovery of what dead executors left, then the plan
     ``instant`` (the oldest pending plan by default)."""
     ownership = ownership or Ownership()
+    table.check_clusterable()
     snapshot = TableSnapshot.load(table)
     recover(snapshot, ownership)
     if instant is None:

@@ -110,6 +110,7 @@ def schedule(
 ) -> ScheduleResult:
     """Plan clustering for ``table`` and save the plan unless ``dry_run``; see the module docstring."""
     now = now or datetime.now(UTC)
+    table.check_clusterable()
     listing = table.scan_files()
     ranges = None
     if policy.sort_columns:

@@ -73,6 +73,8 @@ def test_rollback_pending_commit_deletes_its_files_and_instant(tmp_path: Path) -
     assert plan["instantToRollback"] == {"commitTime": failed.instant_time, "action": "commit"}
     planned = sorted(f for req in plan["RollbackRequests"] for f in req["filesToBeDeleted"])  # type: ignore[union-attr]
     assert planned == sorted(table.storage.uri(p) for p in doomed)
+    # (Hudi copies logBlocksToBeDeleted with Map.putAll, so it must be a map, empty for base files)
+    assert [req["logBlocksToBeDeleted"] for req in plan["RollbackRequests"]] == [{}, {}]  # type: ignore[union-attr]
     meta = _decode(tmp_path / ".hoodie" / f"{r}.rollback")
     assert meta["commitsRollback"] == [failed.instant_time] and meta["totalFilesDeleted"] == 2
     assert meta["instantsRollback"] == [{"commitTime": failed.instant_time, "action": "commit"}]
