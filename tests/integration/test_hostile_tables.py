@@ -24,7 +24,7 @@ from hudi_clusterd.domain.plan import (
     SliceInfo,
 )
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
-from hudi_clusterd.errors import ExecutionError
+from hudi_clusterd.errors import ExecutionError, MetadataDecodeError
 from hudi_clusterd.io.avro import encode_requested_replace
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.events import NoObserver
@@ -169,7 +169,8 @@ def test_execute_plan_naming_file_outside_table_is_refused_and_file_survives(tmp
     files_before = data_files(gen.base)
     content = outside.read_bytes()
 
-    with pytest.raises(ExecutionError, match="outside the table"):
+    with pytest.raises(MetadataDecodeError, match=f"{t}.replacecommit.requested: slice .* is not in the table's "
+                                                  "partition 'p1'; the plan is refused"):
         execute_pending(gen.table, runner, t, parallelism=pol.max_parallelism)
 
     assert outside.read_bytes() == content

@@ -348,9 +348,9 @@ def test_cli_malformed_instant_file_name_prints_one_line_naming_it(tmp_path: Pat
 def test_instant_age_of_impossible_pending_instant_is_timeline_error(tmp_path: Path) -> None:
     gen = _table(tmp_path, commits=1)
     (gen.base / ".hoodie" / "99999999999999999.replacecommit.requested").write_bytes(VALID_PLAN)
-    (plan,) = gen.table.pending_clustering_plans()
-    with pytest.raises(TimelineError, match="99999999999999"):  # was a bare ValueError from strptime
-        gen.table.instant_age_seconds(plan.instant.time)
+    (pending,) = gen.table.timeline().pending()
+    with pytest.raises(TimelineError, match="99999999999999"):  # not a bare ValueError from strptime
+        gen.table.instant_age_seconds(pending.time)
 
 
 # --- empty partitions ---------------------------------------------------------------------------------------
@@ -465,10 +465,13 @@ def test_rollback_timeline_server_markers_naming_outside_files_delete_nothing_ou
         f"p1/{victims[3].name}.marker.CREATE",
         f"p1/{own.name}.marker.CREATE",
     ]))
-    result = rollback_pending(gen.table, t, delete_requested=True)
-    assert result is not None and result.deleted_files == (f"p1/{own.name}",)
-    assert not own.exists()
+    before = sorted(p.name for p in (gen.base / ".hoodie").iterdir())
+    with pytest.raises(MetadataDecodeError, match=f"MARKERS0: marker partition .* is not a path inside the table; "
+                                                  f"the markers of instant {t} are refused"):
+        rollback_pending(gen.table, t, delete_requested=True)
+    assert own.exists()  # the instant is refused as a whole: nothing deleted, nothing written
     assert all(v.read_bytes() == b"keep me" for v in victims)
+    assert sorted(p.name for p in (gen.base / ".hoodie").iterdir()) == before
 
 
 def test_rollback_resumed_plan_naming_outside_files_deletes_nothing_outside(tmp_path: Path) -> None:

@@ -88,7 +88,8 @@ def _run_plan(args: argparse.Namespace, policy: ClusteringPolicy, snapshot: Tabl
 def run_execute(args: argparse.Namespace) -> int:
     policy = load_policy(args.props)
     table = HoodieTable.open(args.base_path)
-    table.check_clusterable()  # before Spark starts
+    table.check_clusterable()  # before Spark starts: the table, and its pending plans, can be worked on
+    table.pending_clustering_plans()
     runner = _runner(args)
     try:
         return report(execute_pending(table, runner, args.instant, parallelism=policy.max_parallelism,

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from hudi_clusterd.domain.instant import Action, State
-from hudi_clusterd.errors import PlanError
+from hudi_clusterd.errors import MetadataDecodeError, PlanError
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.commit import rollback_clustering
 from hudi_clusterd.ops.ownership import Ownership
@@ -21,7 +21,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--base-path", required=True, help="the table's base path")
     p.add_argument("--instant", required=True, help="the clustering instant time")
     p.add_argument("--purge", action="store_true", help="also delete the requested plan")
-    p.add_argument("--force", action="store_true", help="roll back even if a live executor seems to own it")
+    p.add_argument("--force", action="store_true",
+                   help="roll back even if a live executor seems to own it, or its plan cannot be read")
     p.set_defaults(func=run)
 
 
@@ -32,7 +33,13 @@ def run(args: argparse.Namespace) -> int:
         raise PlanError(f"no replacecommit {args.instant} on the timeline of {table.base_path}")
     if inst.is_completed:
         raise PlanError(f"clustering {args.instant} is completed; a completed clustering is not rolled back here")
-    if not table.is_clustering_instant(inst):
+    try:
+        clustering = table.is_clustering_instant(inst)
+    except MetadataDecodeError as e:
+        if not args.force:
+            raise MetadataDecodeError(f"{e}; --force rolls back an instant whose plan cannot be read") from e
+        clustering = True
+    if not clustering:
         raise PlanError(f"replacecommit {args.instant} is not a clustering plan; refusing to roll it back")
     live = inst.state is State.INFLIGHT and Ownership().owner_alive(table, args.instant)
     if live and not args.force:

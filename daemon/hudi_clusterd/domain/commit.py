@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hudi_clusterd.domain.file_group import check_relative_path
 from hudi_clusterd.errors import MetadataDecodeError
 
 SCHEMA_KEY = "schema"
@@ -171,9 +172,12 @@ class CommitMetadata:
             raise MetadataDecodeError(f"{source}: commit metadata must be a JSON object, got {type(d).__name__}")
         try:
             p2ws = {
-                str(p): tuple(WriteStat.from_json(ws) for ws in (stats or []))
+                check_relative_path(str(p), "partition"): tuple(WriteStat.from_json(ws) for ws in (stats or []))
                 for p, stats in (d.get("partitionToWriteStats") or {}).items()
             }
+            for ws in (w for stats in p2ws.values() for w in stats):
+                check_relative_path(ws.partition_path or "", "write stat partitionPath")
+                check_relative_path(ws.path or "", "write stat path")
             replace_ids = d.get("partitionToReplaceFileIds")
             return cls(
                 partition_to_write_stats=p2ws,
@@ -181,7 +185,8 @@ class CommitMetadata:
                 operation_type=str(d.get("operationType") or Operation.UNKNOWN),
                 compacted=bool(d.get("compacted", False)),
                 partition_to_replace_file_ids=None if replace_ids is None else {
-                    str(p): tuple(str(f) for f in (fids or [])) for p, fids in replace_ids.items()
+                    check_relative_path(str(p), "partitionToReplaceFileIds partition"):
+                        tuple(str(f) for f in (fids or [])) for p, fids in replace_ids.items()
                 },
             )
         except (AttributeError, TypeError, ValueError, OverflowError) as e:  # OverflowError: int(1e999)

@@ -62,6 +62,20 @@ def write_token(task_partition_id: int, stage_id: int, task_attempt_id: int) -> 
     return f"{task_partition_id}-{stage_id}-{task_attempt_id}"
 
 
+def check_relative_path(path: str, what: str) -> str:
+    """``path`` when it is a normalised path inside a table (relative, ``/``-separated, no ``.``/``..`` or empty
+    parts, outside ``.hoodie``; a backslash is an ordinary character of a partition value); ``""`` (the table's
+    root) passes. Raises ``ValueError`` naming
+    ``what`` otherwise: paths read from the timeline must never lead a write or a delete out of the table."""
+    if path == "":
+        return path
+    parts = path.split("/")
+    if (path.startswith("/") or any(p in ("", ".", "..") for p in parts)
+            or parts[0] == ".hoodie"):
+        raise ValueError(f"{what} {path!r} is not a path inside the table")
+    return path
+
+
 def join_partition(partition_path: str, name: str) -> str:
     return f"{partition_path}/{name}" if partition_path else name
 

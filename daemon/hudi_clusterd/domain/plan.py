@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
+from hudi_clusterd.domain.file_group import BaseFile, FileGroupId, check_relative_path
 from hudi_clusterd.domain.instant import Instant
 from hudi_clusterd.domain.policy_keys import KEY_SPECS, ClusteringKey
 from hudi_clusterd.errors import MetadataDecodeError, PlanError
@@ -44,6 +44,10 @@ class SliceInfo:
     """The slice's base instant, from the base file's name (not an Avro field)."""
 
     def __post_init__(self) -> None:
+        try:
+            check_relative_path(self.partition_path, "HoodieSliceInfo.partitionPath")
+        except ValueError as e:
+            raise MetadataDecodeError(str(e)) from None
         if not self.base_instant:
             parsed = BaseFile.parse(self.partition_path, self.file_name, 0)
             if parsed is None or parsed.file_id != self.file_id:

@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from hudi_clusterd.domain.file_group import join_partition
+from hudi_clusterd.domain.file_group import check_relative_path, join_partition
+from hudi_clusterd.errors import MetadataDecodeError
 from hudi_clusterd.io.storage import Storage
 from hudi_clusterd.io.timeline_store import TEMP_FOLDER
 
@@ -95,7 +96,9 @@ def marker_type(storage: Storage, instant_time: str) -> str:
 
 
 def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
-    """Every marker of an instant, of either kind, sorted and without duplicates; empty when there are none."""
+    """Every marker of an instant, of either kind, sorted and without duplicates; empty when there are none.
+
+    A marker naming a partition outside the table refuses the instant's markers (``MetadataDecodeError``)."""
     root = marker_dir(instant_time)
     found: set[Marker] = set()
     stack = [root]
@@ -108,11 +111,17 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
             rel = entry.path[len(root) + 1:]
             if folder == root and _MARKERS_FILE_RE.match(entry.name):
                 text = storage.read_bytes(entry.path).decode("utf-8", "replace")
-                found.update(m for m in map(parse_marker_name, text.splitlines()) if m is not None)
-                continue
-            marker = parse_marker_name(rel)
-            if marker is not None:
-                found.add(marker)
+                named = [m for m in map(parse_marker_name, text.splitlines()) if m is not None]
+            else:
+                marker = parse_marker_name(rel)
+                named = [] if marker is None else [marker]
+            for m in named:
+                try:
+                    check_relative_path(m.partition_path, "marker partition")
+                except ValueError as e:
+                    raise MetadataDecodeError(f"{storage.full_path(entry.path)}: {e}; the markers of instant "
+                                              f"{instant_time} are refused") from None
+            found.update(named)
     return sorted(found, key=lambda m: (m.partition_path, m.data_file_name, m.io_type.value))
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, tzinfo
 
 import structlog
 
-from hudi_clusterd.domain.file_group import BaseFile
+from hudi_clusterd.domain.file_group import BaseFile, join_partition
 from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering, ReplacedGroups
 from hudi_clusterd.domain.instant import (
     MAX_AHEAD_S,
@@ -19,10 +19,10 @@ from hudi_clusterd.domain.instant import (
     parse_instant_time,
     zone_skew_s,
 )
-from hudi_clusterd.domain.plan import PendingPlan
+from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.errors import StorageError, TableError, TimelineError
+from hudi_clusterd.errors import MetadataDecodeError, StorageError, TableError, TimelineError
 from hudi_clusterd.io.footers import FooterRanges
 from hudi_clusterd.io.java_properties import format_properties, parse_properties
 from hudi_clusterd.io.lock import DEFAULT_STALE_S, DEFAULT_TIMEOUT_S, TableLock
@@ -180,14 +180,31 @@ class HoodieTable:
             yield
 
     def pending_clustering_plans(self, timeline: Timeline | None = None) -> list[PendingPlan]:
-        """Pending (requested or inflight) replacecommits whose requested file is a clustering plan."""
+        """Pending (requested or inflight) replacecommits whose requested file is a clustering plan.
+
+        Every slice's base file must lie inside the table, in the slice's partition; a plan naming any other
+        path is refused (``MetadataDecodeError`` naming its file): ``hudi-clusterd rollback --purge`` removes it."""
         timeline = timeline if timeline is not None else self.timeline()
         out: list[PendingPlan] = []
         for inst in timeline.of_actions([Action.REPLACE_COMMIT]).pending():
             meta = self.timeline_store.requested_replace(inst.time)
             if meta is not None and meta.is_clustering and meta.clustering_plan is not None:
+                self._check_plan_paths(inst, meta.clustering_plan)
                 out.append(PendingPlan(inst, meta.clustering_plan))
         return out
+
+    def _check_plan_paths(self, inst: Instant, plan: ClusteringPlan) -> None:
+        for s in (s for g in plan.input_groups for s in g.slices):
+            try:
+                rel = self.storage.rel_from_uri(s.data_file_path)
+            except StorageError as e:
+                rel = f"(outside: {e})"
+            if rel != join_partition(s.partition_path, s.file_name):
+                source = self.storage.full_path(f"{META_FOLDER}/{inst.time}.replacecommit.requested")
+                raise MetadataDecodeError(
+                    f"{source}: slice {s.file_id} names base file {s.data_file_path!r}, which is not in the table's "
+                    f"partition {s.partition_path!r}; the plan is refused (remove it with hudi-clusterd rollback "
+                    f"--instant {inst.time} --purge)")
 
     def is_clustering_instant(self, inst: Instant) -> bool:
         """Whether a replacecommit is clustering: its completed metadata or its requested plan says CLUSTER."""
