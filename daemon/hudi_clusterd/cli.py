@@ -60,11 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_FAILURE
-    configure_logging(args.log_level, args.log_format, sys.stderr)
-    if isinstance(getattr(args, "base_path", None), str):
-        structlog.contextvars.bind_contextvars(table=args.base_path)  # one-shot commands serve one table
+    configure_logging(args.log_level, args.log_format)
+    base_path = getattr(args, "base_path", None)
+    context = {"table": base_path} if isinstance(base_path, str) else {}  # one-shot commands serve one table
     try:
-        code: int = args.func(args)
+        with structlog.contextvars.bound_contextvars(**context):
+            code: int = args.func(args)
         return code
     except ClusterdError as e:
         if args.debug:

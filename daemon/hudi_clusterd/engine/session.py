@@ -258,6 +258,13 @@ def get_or_create_session(
     return session
 
 
+def classic_session_running() -> bool:
+    """Whether this process already has a classic SparkContext (one started by its host application, say)."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
+
+
 _launch_lock = threading.Lock()
 
 

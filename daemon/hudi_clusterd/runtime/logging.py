@@ -42,6 +42,21 @@ NOISY_LOGGERS: Final = ("py4j", "pyspark")
 _HANDLER_NAME: Final = "hudi_clusterd"
 
 
+class _StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to whatever ``sys.stderr`` is when a record is emitted."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass
+
+
 def configure_logging(level: str = "INFO", fmt: LogFormat = "auto", stream: TextIO | None = None) -> None:
     """Configure structlog and stdlib logging for the process; calling it again replaces the previous setup.
 
@@ -74,7 +89,7 @@ def configure_logging(level: str = "INFO", fmt: LogFormat = "auto", stream: Text
         foreign_pre_chain=shared,
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *render],
     )
-    handler = logging.StreamHandler(out)
+    handler: logging.StreamHandler[TextIO] = logging.StreamHandler(out) if stream is not None else _StderrHandler()
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(formatter)
 

@@ -158,3 +158,27 @@ def test_configure_logging_rejects_unknown_level_and_format() -> None:
         configure_logging("LOUD", stream=io.StringIO())
     with pytest.raises(ConfigError, match="log format"):
         configure_logging("INFO", fmt="xml", stream=io.StringIO())  # type: ignore[arg-type]
+
+
+def test_default_stream_follows_sys_stderr_as_it_is_at_each_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given logging configured without a stream, then sys.stderr replaced (and the first one closed)
+    first = io.StringIO()
+    monkeypatch.setattr("sys.stderr", first)
+    configure_logging("INFO", fmt="json")
+    first.close()
+    second = io.StringIO()
+    monkeypatch.setattr("sys.stderr", second)
+    # When a line is logged
+    structlog.get_logger("hudi_clusterd.test").info("after the swap")
+    # Then it went to the stream sys.stderr is now
+    assert [line["event"] for line in json_lines(second)] == ["after the swap"]
+
+
+def test_the_cli_binds_the_table_only_while_its_command_runs(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from hudi_clusterd.cli import main
+
+    # When a one-shot command fails on a path that holds no table
+    code = main(["status", "--base-path", str(tmp_path / "missing")])
+    # Then it failed with one line, and left no logging context behind for whatever the process does next
+    assert code != 0 and capsys.readouterr().err.startswith("error: ")
+    assert structlog.contextvars.get_contextvars() == {}

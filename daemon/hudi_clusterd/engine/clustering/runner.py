@@ -32,7 +32,13 @@ from hudi_clusterd.engine.files import (
     spark_error_message,
     write_file_groups,
 )
-from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session, is_connect_session
+from hudi_clusterd.engine.session import (
+    DEFAULT_MASTER,
+    classic_session_running,
+    get_or_create_session,
+    is_connect_master,
+    is_connect_session,
+)
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.avro_schema import FILE_NAME_FIELD, PARTITION_PATH_FIELD, arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.io.base_file_writer import DEFAULT_ROW_GROUP_BYTES, BaseFileWriteSpec
@@ -246,5 +252,7 @@ class SparkGroupRunner:
 
 
 def build_runner(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None) -> SparkGroupRunner:
-    """A runner on the process-wide SparkSession for ``master`` (which it stops when closed)."""
-    return SparkGroupRunner(get_or_create_session(master, conf=dict(conf or {})))
+    """A runner on the process-wide SparkSession for ``master``. Closing it stops the session when the runner
+    started it; a session the process already had (its host application's) is left running."""
+    joined = not is_connect_master(master) and classic_session_running()
+    return SparkGroupRunner(get_or_create_session(master, conf=dict(conf or {})), owns_session=not joined)
