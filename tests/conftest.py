@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 
@@ -38,13 +41,21 @@ def golden_copy(golden_tables: Path, tmp_path: Path):  # type: ignore[no-untyped
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _logs_to_stderr() -> None:
-    """Library code logs through structlog; keep it off stdout, which commands use for their output."""
-    import sys
-
+def _session_log_stream() -> TextIO:
+    """Library code logs through structlog to the stderr of the session's start, never to stdout."""
     from hudi_clusterd.runtime.logging import configure_logging
 
     configure_logging("INFO", "console", sys.stderr)
+    return sys.stderr
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored(_session_log_stream: TextIO) -> Iterator[None]:
+    """A test that runs a command (which configures logging for itself) leaves the session's setup behind it."""
+    yield
+    from hudi_clusterd.runtime.logging import configure_logging
+
+    configure_logging("INFO", "console", _session_log_stream)
 
 
 @pytest.fixture(autouse=True)
