@@ -117,7 +117,8 @@ DAEMON_KEYS: dict[str, DaemonKey] = {
         "How long to wait for a table lock before giving up for this round."),
     "clusterd.lock.stale.seconds": DaemonKey(
         "lock_stale_seconds", "120", _positive_seconds,
-        "A lock whose holder has not refreshed it for this long is considered abandoned."),
+        "A lock file of another hudi-clusterd process not refreshed for this long is taken over (its holder "
+        "died); Apache Hudi writers' lock files follow hoodie.write.lock.filesystem.expire instead."),
 }  # fmt: skip
 _PATTERN_KEYS: tuple[tuple[str, str | None, str], ...] = (
     ("clusterd.tables", None, "Comma-separated names of the tables to serve."),

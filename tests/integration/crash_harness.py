@@ -36,7 +36,7 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import CommitConflictError
 from hudi_clusterd.io.avro import decode_requested_replace
 from hudi_clusterd.io.bloom import BloomSettings
-from hudi_clusterd.io.lock import LOCK_FILE, TableLock
+from hudi_clusterd.io.lock import LOCK_FILE, LockOptions, TableLock
 from hudi_clusterd.io.table import HoodieTable
 from tests.integration.daemon_harness import write_props
 from tests.integration.hudi_rs_checks import assert_meta_consistent, assert_no_orphan_files, hudi_rs_rows
@@ -258,7 +258,7 @@ class Ingestor:
         self._thread: threading.Thread | None = None
         HoodieTable.create(str(base), TableConfig.for_new_table(
             name="events", record_key_fields=["id"], partition_fields=["part"]))
-        self.table = HoodieTable.open(str(base), lock_stale_s=LOCK_STALE_S, lock_timeout_s=120)
+        self.table = HoodieTable.open(str(base), lock_options=LockOptions(timeout_s=120, stale_s=LOCK_STALE_S))
         self._write(list(range(HOT_KEYS)), upsert=False)
 
     def _write(self, ids: list[int], *, upsert: bool) -> str:
@@ -569,7 +569,8 @@ def check_recovered(base: Path, expected: list[dict[str, Any]], what: str) -> li
     assert_no_orphan_files(base)
     left = pending_work(base)
     assert not left, f"{what}: left behind after recovery: {left}"
-    lock = TableLock(HoodieTable.open(str(base)).storage, timeout_s=LOCK_STALE_S + 10, stale_s=LOCK_STALE_S)
+    options = LockOptions(timeout_s=LOCK_STALE_S + 10, stale_s=LOCK_STALE_S)
+    lock = TableLock(HoodieTable.open(str(base)).storage, options)
     with lock.held():
         pass
     assert_plans_disjoint(base)
@@ -615,7 +616,7 @@ def recover_with_execute(spark: Any, base: Path, policy: ClusteringPolicy) -> li
     from hudi_clusterd.layout.figures import clustering_figures
     from hudi_clusterd.ops.execute import execute_pending
 
-    table = HoodieTable.open(str(base), lock_stale_s=LOCK_STALE_S, lock_timeout_s=120)
+    table = HoodieTable.open(str(base), lock_options=LockOptions(timeout_s=120, stale_s=LOCK_STALE_S))
     runner = SparkGroupRunner(spark, owns_session=False)
     outcomes: list[str] = []
     for _ in range(10):

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from hudi_clusterd.domain.commit import WriteStat
-from hudi_clusterd.domain.file_group import BaseFile
+from hudi_clusterd.domain.file_group import BaseFile, base_file_name
+from hudi_clusterd.domain.instant import Action, State
 from hudi_clusterd.domain.plan import ClusteringPlan, WorkOrder
 from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
+from hudi_clusterd.io.lock import LOCK_FILE
 from hudi_clusterd.io.storage import FileInfo, Storage
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.layout.strategy import LayoutStrategy
@@ -36,9 +38,13 @@ class CountingStorage(Storage):
     def __init__(self, base_uri: str) -> None:
         super().__init__(base_uri)
         self.listings: Counter[str] = Counter()
+        self.under_lock: Counter[str] = Counter()
+        """Listings made while the table lock file existed (this process is the table's only writer)."""
 
     def list_dir(self, rel: str = "") -> list[FileInfo]:
         self.listings[rel] += 1
+        if self.exists(LOCK_FILE):
+            self.under_lock[rel] += 1
         return super().list_dir(rel)
 
 
@@ -79,10 +85,8 @@ def _worker(settings: SettingsHolder[Settings], runner: RecordingRunner, storage
             ) -> TableWorker:
     worker = TableWorker("t", Daemon(settings, runner, NoObserver()))
     if storage is not None:
-        worker.table = HoodieTable.open(storage.base_uri, storage)
-        spec = settings.current.table("t")
-        worker._table_key = (spec.base_path, settings.current.lock_timeout_seconds,
-                             settings.current.lock_stale_seconds)
+        worker._table_key = TableWorker.table_key(settings.current, settings.current.table("t"))
+        worker.table = HoodieTable.open(storage.base_uri, storage, lock_options=worker._table_key[1])
     return worker
 
 
@@ -107,6 +111,31 @@ def test_one_tick_that_schedules_and_executes_lists_hoodie_and_each_partition_at
     for partition in ("p1", "p2", "p3"):
         assert storage.listings[partition] <= 2, storage.listings
     assert storage.listings[""] == 1, storage.listings  # the table's root: one walk
+    # And under the table lock only .hoodie, its own folders and each planned partition once: no table walk
+    assert storage.under_lock[""] == 0, storage.under_lock
+    for partition in ("p1", "p2", "p3"):
+        assert storage.under_lock[partition] <= 1, storage.under_lock
+
+
+def test_a_rollback_without_markers_lists_only_the_partitions_of_its_plan(tmp_path: Path) -> None:
+    # Given an inflight clustering of partition p1 only, that wrote a file and left no markers
+    gen = _table(tmp_path)
+    from hudi_clusterd.io.rollback import rollback_pending
+    from hudi_clusterd.ops.schedule import schedule
+    from tests.builders import make_policy
+
+    pending = schedule(gen.table, make_policy(**{"partition.selected": "p1"}), force=True).pending
+    assert pending is not None and {g.partition_path for g in pending.plan.input_groups} == {"p1"}
+    gen.table.timeline_store.create(pending.instant.with_state(State.INFLIGHT))
+    written = gen.base / "p1" / base_file_name("0f0f0f0f-0000-4000-8000-000000000001-0", "1-2-3", pending.time)
+    written.write_bytes(b"PAR1")
+    # When it is rolled back, over a storage that counts listings
+    storage = CountingStorage(str(gen.base))
+    result = rollback_pending(HoodieTable.open(str(gen.base), storage), pending.time, Action.REPLACE_COMMIT)
+    # Then its file is gone, and only p1 (and .hoodie) were listed: never the other partitions or the table root
+    assert result is not None and not written.exists()
+    assert storage.listings["p1"] == 1 and storage.listings["p2"] == storage.listings["p3"] == 0, storage.listings
+    assert storage.listings[""] == 0, storage.listings
 
 
 def test_a_reload_between_scheduling_and_execution_does_not_change_the_executed_plan(

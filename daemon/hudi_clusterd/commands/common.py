@@ -1,4 +1,4 @@
-"""Helpers shared by the command modules: loading a policy file, printing warnings."""
+"""Helpers shared by the command modules: loading a policy file, printing warnings, opening the table."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError
 from hudi_clusterd.io.java_properties import parse_properties
+from hudi_clusterd.io.lock import LockOptions
+from hudi_clusterd.io.table import HoodieTable
 
 
 def load_policy(path: str | None) -> ClusteringPolicy:
@@ -28,3 +30,9 @@ def load_policy(path: str | None) -> ClusteringPolicy:
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     return policy
+
+
+def open_table(base_path: str, policy: ClusteringPolicy) -> HoodieTable:
+    """The table, locked the way its writers lock it (``hoodie.write.lock.filesystem.*`` of the policy)."""
+    return HoodieTable.open(base_path, lock_options=LockOptions(path=policy.lock_path,
+                                                                expire_minutes=policy.lock_expire_minutes))

@@ -6,13 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-from hudi_clusterd.commands.common import load_policy
+from hudi_clusterd.commands.common import load_policy, open_table
 from hudi_clusterd.commands.progress import ProgressPrinter
 from hudi_clusterd.commands.status import human_bytes
 from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.errors import PlanError
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.layout.figures import clustering_figures
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import ExecutionResult, Executor, execute, execute_pending
@@ -87,7 +86,7 @@ def _run_plan(args: argparse.Namespace, policy: ClusteringPolicy, snapshot: Tabl
 
 def run_execute(args: argparse.Namespace) -> int:
     policy = load_policy(args.props)
-    table = HoodieTable.open(args.base_path)
+    table = open_table(args.base_path, policy)
     table.check_clusterable()  # before Spark starts: the table, and its pending plans, can be worked on
     table.pending_clustering_plans()
     runner = _runner(args)
@@ -100,7 +99,7 @@ def run_execute(args: argparse.Namespace) -> int:
 
 def run_cluster(args: argparse.Namespace) -> int:
     policy = load_policy(args.props)
-    table = HoodieTable.open(args.base_path)
+    table = open_table(args.base_path, policy)
     ownership = Ownership()
     scheduled = schedule(table, policy, force=args.force, claim_with=ownership)
     if scheduled.pending is None:

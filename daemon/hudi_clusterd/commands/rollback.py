@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hudi_clusterd.commands.common import load_policy, open_table
 from hudi_clusterd.domain.instant import Action, State
 from hudi_clusterd.errors import MetadataDecodeError, PlanError
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.commit import rollback_clustering
 from hudi_clusterd.ops.ownership import Ownership
 
@@ -20,6 +20,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--base-path", required=True, help="the table's base path")
     p.add_argument("--instant", required=True, help="the clustering instant time")
+    p.add_argument("--props", help="properties file naming the writers' lock (hoodie.write.lock.filesystem.*)")
     p.add_argument("--purge", action="store_true", help="also delete the requested plan")
     p.add_argument("--force", action="store_true",
                    help="roll back even if a live executor seems to own it, or its plan cannot be read")
@@ -27,7 +28,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    table = HoodieTable.open(args.base_path)
+    table = open_table(args.base_path, load_policy(args.props))
     inst = table.timeline().find(args.instant, Action.REPLACE_COMMIT)
     if inst is None:
         raise PlanError(f"no replacecommit {args.instant} on the timeline of {table.base_path}")

@@ -6,10 +6,9 @@ import argparse
 import json
 from typing import Any
 
-from hudi_clusterd.commands.common import load_policy
+from hudi_clusterd.commands.common import load_policy, open_table
 from hudi_clusterd.commands.status import human_bytes
 from hudi_clusterd.domain.plan import ClusteringPlan
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.schedule import ScheduleResult, schedule
 
 
@@ -67,7 +66,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.props)
-    table = HoodieTable.open(args.base_path)
+    table = open_table(args.base_path, policy)
     result = schedule(table, policy, force=args.force, dry_run=args.dry_run)
     if args.json:
         print(json.dumps(result_json(result, args.dry_run), indent=2))

@@ -71,9 +71,10 @@ def safe_file_of_instant(rel: str, instant_time: str) -> BaseFile | None:
     return bf
 
 
-def files_to_roll_back(table: HoodieTable, instant_time: str) -> list[BaseFile]:
-    """The instant's files from its markers, or from a listing when it left none; filtered by
-    ``safe_file_of_instant``."""
+def files_to_roll_back(table: HoodieTable, instant_time: str, partitions: list[str] | None = None
+                       ) -> list[BaseFile]:
+    """The instant's files from its markers, or, when it left none, from a listing of ``partitions`` (None: the
+    whole table); filtered by ``safe_file_of_instant``."""
     markers = list_markers(table.storage, instant_time)
     if markers:
         out: dict[str, BaseFile] = {}
@@ -85,7 +86,7 @@ def files_to_roll_back(table: HoodieTable, instant_time: str) -> list[BaseFile]:
                 continue
             out[bf.relative_path] = bf
         return sorted(out.values(), key=lambda b: b.relative_path)
-    return sorted((bf for bf in table.list_base_files() if bf.instant_time == instant_time),
+    return sorted((bf for bf in table.list_base_files(partitions) if bf.instant_time == instant_time),
                   key=lambda b: b.relative_path)
 
 
@@ -117,6 +118,21 @@ def _plan_files(table: HoodieTable, plan: dict[str, Any], instant_time: str) -> 
             if bf is not None:
                 out.append(bf)
     return out
+
+
+def _partitions_written(table: HoodieTable, target: Instant) -> list[str] | None:
+    """The partitions a pending clustering can have written to (those of its plan's groups); None when unknown.
+
+    Rollback runs under the table lock, so it lists only these, never the whole table."""
+    if target.action is not Action.REPLACE_COMMIT:
+        return None
+    try:
+        meta = table.timeline_store.requested_replace(target.time)
+    except MetadataDecodeError:
+        return None
+    if meta is None or meta.clustering_plan is None:
+        return None
+    return sorted({g.partition_path for g in meta.clustering_plan.input_groups})
 
 
 def _pending_rollback_for(table: HoodieTable, timeline: Timeline,
@@ -171,7 +187,8 @@ def _rollback_locked(table: HoodieTable, instant_time: str, action: Action,
         rollback = Instant(table.new_instant_time(timeline), Action.ROLLBACK, State.REQUESTED)
         files = {}
     # Markers or files may have appeared since an interrupted attempt planned; include them too.
-    files.update({bf.relative_path: bf for bf in files_to_roll_back(table, instant_time)})
+    files.update({bf.relative_path: bf
+                  for bf in files_to_roll_back(table, instant_time, _partitions_written(table, target))})
     ordered = sorted(files.values(), key=lambda b: b.relative_path)
     if pending is None:
         store.create(rollback, encode_record("HoodieRollbackPlan", _plan_record(table, target, ordered)))

@@ -4,9 +4,10 @@ Paths given to ``Storage`` methods are relative to the base path, with ``/`` sep
 system is the default; any pyarrow filesystem URI works (``s3://``, ``gs://``, ``hdfs://``...).
 
 Atomicity: instant files must appear whole. Locally a file is written to a hidden temporary name in the same
-folder and then linked (create-if-absent) or renamed (overwrite) into place. Object stores make a PUT visible
-atomically, but cannot create-if-absent; ``supports_atomic_create`` is False there, and the table lock refuses
-to work on them (see ``hudi_clusterd.io.lock``).
+folder and then linked (create-if-absent) or renamed (overwrite) into place. Elsewhere create-if-absent is a
+check followed by a write, which two writers can both pass: object stores cannot do better, and HDFS's own
+exclusive create is not reachable through ``pyarrow.fs``. ``supports_atomic_create`` is therefore True only
+locally, and the table lock refuses other storage (see ``hudi_clusterd.io.lock``).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class Storage:
     @property
     def supports_atomic_create(self) -> bool:
         """Whether create-if-absent is atomic (needed by the file-based table lock)."""
-        return self.is_local or self.fs.type_name in ("hdfs", "viewfs")
+        return self.is_local
 
     def full_path(self, rel: str = "") -> str:
         """The filesystem path (no scheme) of ``rel``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, tzinfo
@@ -25,7 +26,7 @@ from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import MetadataDecodeError, StorageError, TableError, TimelineError
 from hudi_clusterd.io.footers import FooterRanges
 from hudi_clusterd.io.java_properties import format_properties, parse_properties
-from hudi_clusterd.io.lock import DEFAULT_STALE_S, DEFAULT_TIMEOUT_S, TableLock
+from hudi_clusterd.io.lock import LockOptions, TableLock
 from hudi_clusterd.io.storage import FileInfo, Storage
 from hudi_clusterd.io.timeline_store import META_FOLDER, TimelineStore
 
@@ -39,13 +40,12 @@ _SKIP_DIRS = frozenset({META_FOLDER, "_delta_log"})
 class HoodieTable:
     """One copy-on-write table of version 6."""
 
-    def __init__(self, storage: Storage, config: TableConfig, *, lock_timeout_s: float = DEFAULT_TIMEOUT_S,
-                 lock_stale_s: float = DEFAULT_STALE_S) -> None:
+    def __init__(self, storage: Storage, config: TableConfig, *, lock_options: LockOptions | None = None) -> None:
         self.storage = storage
         self.config = config
-        self.timeline_store = TimelineStore(storage)
-        self.lock_timeout_s = lock_timeout_s
-        self.lock_stale_s = lock_stale_s
+        self.lock_options = lock_options or LockOptions()
+        self._locks = threading.local()  # the TableLock this thread holds, if any
+        self.timeline_store = TimelineStore(storage, before_write=self.verify_lock)
         self.footer_ranges = FooterRanges(storage)
 
     # --- opening and creating -------------------------------------------------------------------------------
@@ -55,7 +55,8 @@ class HoodieTable:
         return Storage(base_path).exists(PROPERTIES_FILE)
 
     @classmethod
-    def open(cls, base_path: str, storage: Storage | None = None, **kw: float) -> HoodieTable:
+    def open(cls, base_path: str, storage: Storage | None = None, *,
+             lock_options: LockOptions | None = None) -> HoodieTable:
         """Open an existing table; refuses versions, layouts and types this daemon does not support."""
         storage = storage or Storage(base_path)
         source = storage.full_path(PROPERTIES_FILE)
@@ -66,7 +67,7 @@ class HoodieTable:
             raise TableError(f"{source}: missing; {storage.base_uri} is not a Hudi table")
         config = _read_config(storage)
         config.check_readable(source)
-        return cls(storage, config, **kw)
+        return cls(storage, config, lock_options=lock_options)
 
     def check_clusterable(self) -> None:
         """Re-read ``hoodie.properties`` (a writer may have changed it since the table was opened) and refuse a
@@ -172,12 +173,25 @@ class HoodieTable:
         return max(0.0, (now - parse_instant_time(time, tz)).total_seconds())
 
     def table_lock(self) -> TableLock:
-        return TableLock(self.storage, timeout_s=self.lock_timeout_s, stale_s=self.lock_stale_s)
+        return TableLock(self.storage, self.lock_options)
 
     @contextmanager
     def lock(self) -> Iterator[None]:
-        with self.table_lock().held():
-            yield
+        """Hold the table lock; every timeline write this thread makes meanwhile first checks it is still held."""
+        if getattr(self._locks, "held", None) is not None:
+            raise TableError(f"{self.storage.base_uri}: the table lock is already held by this thread")
+        with self.table_lock().held() as held:
+            self._locks.held = held
+            try:
+                yield
+            finally:
+                self._locks.held = None
+
+    def verify_lock(self) -> None:
+        """Before a timeline write: when this thread holds the table lock, check no other writer took it."""
+        held: TableLock | None = getattr(self._locks, "held", None)
+        if held is not None:
+            held.verify()
 
     def pending_clustering_plans(self, timeline: Timeline | None = None) -> list[PendingPlan]:
         """Pending (requested or inflight) replacecommits whose requested file is a clustering plan.

@@ -7,6 +7,7 @@ and completed files are immutable, so their decoded payloads are cached by name,
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from hudi_clusterd.domain.commit import CommitMetadata
 from hudi_clusterd.domain.instant import Action, Instant, State, parse_instant_file_name
@@ -27,8 +28,10 @@ def meta_path(name: str) -> str:
 class TimelineStore:
     """The instant files of one table."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, before_write: Callable[[], None] = lambda: None) -> None:
         self.storage = storage
+        self.before_write = before_write
+        """Called before every create or delete (the table's lock check)."""
         self._cache: dict[tuple[str, int, int], object] = {}
         self._cache_lock = threading.Lock()
         self._files: dict[str, FileInfo] = {}
@@ -118,10 +121,12 @@ class TimelineStore:
                     f"{instant.state.name.lower()}: its {prev.name.lower()} file is missing"
                 )
         path = meta_path(instant.file_name)
+        self.before_write()
         if not self.storage.write_bytes(path, data, overwrite=False):
             raise TimelineError(f"instant file {self.storage.full_path(path)} already exists")
 
     def delete(self, instant: Instant) -> bool:
+        self.before_write()
         return self.storage.delete(meta_path(instant.file_name))
 
 

@@ -23,6 +23,7 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import ClusterdError
+from hudi_clusterd.io.lock import LockOptions
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.layout.figures import clustering_figures, ratio_after
 from hudi_clusterd.ops.commit import rollback_clustering
@@ -70,7 +71,7 @@ class TableWorker:
         self.last_beat = time.monotonic()
         self.current_instant: str | None = None
         self.table: HoodieTable | None = None
-        self._table_key: tuple[str, float, float] | None = None
+        self._table_key: tuple[str, LockOptions] | None = None
         self._failures: dict[str, int] = {}
         self._foreign: set[str] = set()
         self._thread = threading.Thread(target=self._run, name=f"table-{name}", daemon=True)
@@ -123,12 +124,17 @@ class TableWorker:
                 self.wake.wait(self.daemon.settings.current.poll_interval_seconds)
                 self.wake.clear()
 
+    @staticmethod
+    def table_key(settings: Settings, spec: TableSpec) -> tuple[str, LockOptions]:
+        """What the open table depends on: its base path and how it is locked."""
+        return spec.base_path, LockOptions(settings.lock_timeout_seconds, settings.lock_stale_seconds,
+                                           spec.policy.lock_path, spec.policy.lock_expire_minutes)
+
     def open_table(self, settings: Settings, spec: TableSpec) -> HoodieTable:
         """The table, kept between ticks; opened again when its base path or lock settings change."""
-        key = (spec.base_path, settings.lock_timeout_seconds, settings.lock_stale_seconds)
+        key = self.table_key(settings, spec)
         if self.table is None or self._table_key != key:
-            self.table = HoodieTable.open(spec.base_path, lock_timeout_s=settings.lock_timeout_seconds,
-                                          lock_stale_s=settings.lock_stale_seconds)
+            self.table = HoodieTable.open(spec.base_path, lock_options=key[1])
             self._table_key = key
         return self.table
 
