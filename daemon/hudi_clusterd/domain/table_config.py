@@ -24,7 +24,9 @@ ARCHIVE_FOLDER = "hoodie.archivelog.folder"
 RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
 PARTITION_FIELDS = "hoodie.table.partition.fields"
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
+ORDERING_FIELDS = "hoodie.table.ordering.fields"  # Hudi 1.x's name for the precombine field, also at version 6
 KEYGEN_CLASS = "hoodie.table.keygenerator.class"
+KEYGEN_TYPE = "hoodie.table.keygenerator.type"  # Hudi 1.x writes the type instead of the class
 BASE_FILE_FORMAT = "hoodie.table.base.file.format"
 POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
 CREATE_SCHEMA = "hoodie.table.create.schema"
@@ -41,6 +43,25 @@ COMPLEX_KEYGEN = "org.apache.hudi.keygen.ComplexKeyGenerator"
 NONPARTITIONED_KEYGEN = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
 TIMESTAMP_KEYGEN = "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
 CUSTOM_KEYGEN = "org.apache.hudi.keygen.CustomKeyGenerator"
+
+# Hudi 1.x's KeyGeneratorType -> the key generator class it stands for (the types a copy-on-write table can name).
+KEYGEN_CLASS_OF_TYPE = {
+    "SIMPLE": SIMPLE_KEYGEN,
+    "SIMPLE_AVRO": "org.apache.hudi.keygen.SimpleAvroKeyGenerator",
+    "COMPLEX": COMPLEX_KEYGEN,
+    "COMPLEX_AVRO": "org.apache.hudi.keygen.ComplexAvroKeyGenerator",
+    "TIMESTAMP": TIMESTAMP_KEYGEN,
+    "TIMESTAMP_AVRO": "org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator",
+    "CUSTOM": CUSTOM_KEYGEN,
+    "CUSTOM_AVRO": "org.apache.hudi.keygen.CustomAvroKeyGenerator",
+    "NON_PARTITION": NONPARTITIONED_KEYGEN,
+    "NON_PARTITION_AVRO": "org.apache.hudi.keygen.NonpartitionedAvroKeyGenerator",
+    "GLOBAL_DELETE": "org.apache.hudi.keygen.GlobalDeleteKeyGenerator",
+    "GLOBAL_DELETE_AVRO": "org.apache.hudi.keygen.GlobalAvroDeleteKeyGenerator",
+    "SPARK_SQL": "org.apache.spark.sql.hudi.command.SqlKeyGenerator",
+    "SPARK_SQL_UUID": "org.apache.spark.sql.hudi.command.UuidKeyGenerator",
+    "SPARK_SQL_MERGE_INTO": "org.apache.spark.sql.hudi.command.MergeIntoKeyGenerator",
+}
 
 
 class TableType(str, Enum):
@@ -112,12 +133,16 @@ class TableConfig:
 
     @property
     def precombine_field(self) -> str | None:
+        """``hoodie.table.precombine.field``, or the first of Hudi 1.x's ``hoodie.table.ordering.fields``."""
         v = (self.raw.get(PRECOMBINE_FIELD) or "").strip()
-        return v or None
+        return v or next(iter(_split(self.raw.get(ORDERING_FIELDS))), None)
 
     @property
     def key_generator(self) -> str:
-        return self.raw.get(KEYGEN_CLASS, "").strip()
+        """The key generator class: ``hoodie.table.keygenerator.class``, else the class of Hudi 1.x's
+        ``hoodie.table.keygenerator.type``; empty when neither is set."""
+        named = self.raw.get(KEYGEN_CLASS, "").strip()
+        return named or KEYGEN_CLASS_OF_TYPE.get(self.raw.get(KEYGEN_TYPE, "").strip().upper(), "")
 
     @property
     def hive_style_partitioning(self) -> bool:

@@ -39,3 +39,20 @@ def test_key_spec_refuses_timestamp_keygen() -> None:
                                        key_generator=TIMESTAMP_KEYGEN)
     with pytest.raises(UnsupportedTableError, match="TimestampBasedKeyGenerator"):
         KeySpec.from_config(config)
+
+
+def test_a_version_6_table_written_by_hudi_1x_names_its_key_generator_type_and_ordering_field() -> None:
+    # Given hoodie.properties as Hudi 1.2 writes it for a version-6 table: the type and ordering fields, no class
+    props = {"hoodie.table.name": "t", "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
+             "hoodie.table.recordkey.fields": "id", "hoodie.table.partition.fields": "part",
+             "hoodie.table.keygenerator.type": "SIMPLE", "hoodie.table.ordering.fields": "ts"}
+    config = TableConfig(props)
+    # Then the daemon reads the class and the precombine field those stand for, and ingests with them
+    assert config.key_generator == "org.apache.hudi.keygen.SimpleKeyGenerator"
+    assert config.precombine_field == "ts"
+    assert KeySpec.from_config(config).partition_fields == ("part",)
+    flat = TableConfig({**props, "hoodie.table.keygenerator.type": "NON_PARTITION"})
+    assert flat.partition_fields == () and KeySpec.from_config(flat).partition_fields == ()
+    # And a class, when present, wins over a type
+    both = TableConfig({**props, "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator"})
+    assert both.key_generator == "org.apache.hudi.keygen.ComplexKeyGenerator"
