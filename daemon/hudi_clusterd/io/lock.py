@@ -178,6 +178,8 @@ class TableLock:
         log.warning("took over a dead table lock", lock=f.full_path, age_s=round(age, 1),
                     holder=HOLDER if ours else "an Apache Hudi writer")
         f.storage.delete(grave, missing_ok=True)
+        if not ours:  # Hadoop's local file system keeps a checksum beside the file it created
+            f.storage.delete(posixpath.join(folder, f".{name}.crc"), missing_ok=True)
 
     def acquire(self) -> None:
         deadline = time.monotonic() + self.timeout_s

@@ -96,13 +96,15 @@ def test_lock_threads_of_one_process_are_serialised(tmp_path: Path) -> None:
 
 # --- Apache Hudi's lock files --------------------------------------------------------------------------------
 
-HUDI_LOCK = b'{"lockCreateTime":"2026-01-01 00:00:00","lockThreadName":"main","lockStacksInfo":[]}'
-"""What Hudi's FileSystemBasedLockProvider writes: no owner, and never refreshed."""
+HUDI_LOCK = b""
+"""What Hudi 0.15's FileSystemBasedLockProvider leaves in its lock file: nothing (it writes its LockInfo only when
+the file is missing right after creating it), and it never refreshes the file."""
+HUDI_LOCK_INFO = b'{"lockCreateTime":"2026-01-01 00:00:00.000","lockThreadName":"main","lockStacksInfo":[]}'
 
 
-def _hudi_lock(path: Path, age_s: float) -> None:
+def _hudi_lock(path: Path, age_s: float, content: bytes = HUDI_LOCK) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(HUDI_LOCK)
+    path.write_bytes(content)
     then = time.time() - age_s
     os.utime(path, (then, then))
 
@@ -120,13 +122,13 @@ def test_a_hudi_writers_lock_is_never_taken_over_when_its_writers_never_expire_i
 
 def test_a_hudi_writers_lock_is_taken_over_only_after_the_writers_expiry(tmp_path: Path) -> None:
     # Given writers with hoodie.write.lock.filesystem.expire=1 and their lock, 30 s old
-    _hudi_lock(tmp_path / LOCK_FILE, age_s=30)
+    _hudi_lock(tmp_path / LOCK_FILE, age_s=30, content=HUDI_LOCK_INFO)
     options = LockOptions(timeout_s=0.3, stale_s=0.1, expire_minutes=1)
     # Then it is theirs until a minute has passed
     with pytest.raises(LockError, match="held by an Apache Hudi writer"):
         TableLock(Storage(str(tmp_path)), options).acquire()
     # And when it is older than their expiry, it is taken over, as Hudi's own provider would
-    _hudi_lock(tmp_path / LOCK_FILE, age_s=61)
+    _hudi_lock(tmp_path / LOCK_FILE, age_s=61, content=HUDI_LOCK_INFO)
     lock = TableLock(Storage(str(tmp_path)), options)
     with lock.held():
         assert json.loads((tmp_path / LOCK_FILE).read_text())["owner"] == lock.owner
