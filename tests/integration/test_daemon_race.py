@@ -137,8 +137,8 @@ def test_daemon_killed_holding_the_lock_is_taken_over_once_stale(spark: Any, tmp
         one.wait_tree_gone(60)
         assert_rows(base, ingest.expected_rows(), "readers beside a dead daemon's lock and inflight plan")
 
-        two.wait_event("took over a stale table lock", 120)
-        takeover = events(two, "took over a stale table lock")[0]
+        two.wait_event("took over a dead table lock", 120)
+        takeover = events(two, "took over a dead table lock")[0]
         assert float(takeover["age_s"]) > LOCK_STALE_S
         wait_until(lambda: caught in instants_of(two, "rolled back abandoned clustering")
                    and caught in instants_of(two, "clustering completed"), 180,
