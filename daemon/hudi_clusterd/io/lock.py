@@ -175,7 +175,7 @@ class TableLock:
             f.storage.rename(f.rel, grave)
         except StorageError:
             return  # another contender moved it first
-        log.warning("took over a dead table lock", lock=f.full_path, age_s=round(age, 1),
+        log.warning("took over a dead table lock", lock=f.full_path, age_s=round(age, 3),
                     holder=HOLDER if ours else "an Apache Hudi writer")
         f.storage.delete(grave, missing_ok=True)
         if not ours:  # Hadoop's local file system keeps a checksum beside the file it created
