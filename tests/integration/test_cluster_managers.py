@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.builders import TableGen
-from tests.integration.daemon_harness import free_port, wait_for
+from tests.harness.daemon_harness import free_port, wait_for
+from tests.harness.spark_cluster import ClusterUnavailable, spark_home, standalone_cluster, start_logged
 from tests.integration.test_clustering import assert_no_orphans, hudi_rs_rows, without_file_name
 from tests.integration.test_daemon import commit_some, completed_clusterings
-from tests.spark_cluster import ClusterUnavailable, spark_home, standalone_cluster, start_logged
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -24,7 +24,7 @@ from hudi_clusterd.ops.execute import ExecutionResult, execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
 from tests.builders import TableGen
-from tests.integration.hudi_rs_checks import data_bytes
+from tests.harness.hudi_rs_checks import data_bytes
 
 pytestmark = pytest.mark.spark
 

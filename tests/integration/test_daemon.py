@@ -13,7 +13,7 @@ import pytest
 from hudi_clusterd.io.avro import decode_requested_replace
 from hudi_clusterd.io.table import HoodieTable
 from tests.builders import TableGen
-from tests.integration.daemon_harness import (
+from tests.harness.daemon_harness import (
     DaemonProcess,
     free_port,
     health,

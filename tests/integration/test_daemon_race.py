@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hudi_clusterd.exit_codes import EXIT_OK
-from tests.integration.crash_harness import (
+from tests.harness.crash_harness import (
     LOCK_STALE_S,
     CrashableDaemon,
     Cycle,
@@ -29,7 +29,7 @@ from tests.integration.crash_harness import (
     wait_at_rest,
     write_crash_props,
 )
-from tests.integration.daemon_harness import free_port
+from tests.harness.daemon_harness import free_port
 
 pytestmark = pytest.mark.spark
 

@@ -19,7 +19,7 @@ from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
-from tests.integration.hudi_rs_checks import assert_meta_consistent, hudi_rs_rows
+from tests.harness.hudi_rs_checks import assert_meta_consistent, hudi_rs_rows
 
 pytestmark = pytest.mark.spark
 
@@ -54,7 +54,7 @@ def _amounts(base: Path, as_of: str | None = None) -> dict[int, float]:
 def _incremental(base: Path, start: str, end: str) -> list[int]:
     from hudi import HudiQueryType, HudiReadOptions
 
-    from tests.integration.hudi_rs_checks import hudi_table
+    from tests.harness.hudi_rs_checks import hudi_table
 
     opts = HudiReadOptions().with_query_type(HudiQueryType.Incremental).with_start_timestamp(start) \
         .with_end_timestamp(end)

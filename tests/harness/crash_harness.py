@@ -38,8 +38,8 @@ from hudi_clusterd.io.avro import decode_requested_replace
 from hudi_clusterd.io.bloom import BloomSettings
 from hudi_clusterd.io.lock import LOCK_FILE, TableLock
 from hudi_clusterd.io.table import HoodieTable
-from tests.integration.daemon_harness import write_props
-from tests.integration.hudi_rs_checks import assert_meta_consistent, assert_no_orphan_files, hudi_rs_rows
+from tests.harness.daemon_harness import write_props
+from tests.harness.hudi_rs_checks import assert_meta_consistent, assert_no_orphan_files, hudi_rs_rows
 
 LOCK_STALE_S = 4.0
 POLL_INTERVAL_S = 1
