@@ -7,6 +7,7 @@ JSON a Hudi writer produces. Data columns: ``id`` (record key), ``x`` (float), `
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile, base_file_name, join_partition
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
+from hudi_clusterd.domain.policy_keys import ClusteringKey
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields
@@ -105,6 +107,14 @@ class TableGen:
         return t
 
 
+def commit_some(gen: TableGen, n: int, rows: int = 200) -> None:
+    """``n`` commits of ``rows`` random ``x`` values each into partition ``p1`` (seeded by the number of commits
+    already on the timeline)."""
+    rng = random.Random(len(list(gen.base.glob(".hoodie/*.commit"))))
+    for _ in range(n):
+        gen.commit({"p1": [rng.uniform(0, 100) for _ in range(rows)]})
+
+
 def make_instant(time: str, action: str = "commit", state: str = "completed") -> Instant:
     st = State.COMPLETED if state == "completed" else State(state)
     return Instant(time, Action(action), st)
@@ -128,8 +138,16 @@ def make_base_file(partition: str, file_id: str, instant: str, size: int = 1000,
 
 
 def make_policy(**props: str) -> ClusteringPolicy:
-    """A clustering policy from keyword properties: full ``hoodie.*`` keys as they are, and short names under
+    """A clustering policy from keyword properties: full ``hoodie.*`` keys as they are, ``ClusteringKey`` member
+    names (``make_policy(PARTITION_FILTER_MODE="RECENT_DAYS")``), and short names under
     ``hoodie.clustering.plan.strategy.`` (``make_policy(**{"sort.columns": "x", "hoodie.layout.optimize.strategy":
     "hilbert"})``)."""
-    return parse_policy({k if k.startswith("hoodie.") else "hoodie.clustering.plan.strategy." + k: v
-                         for k, v in props.items()}, source="test")[0]
+    return parse_policy({_policy_key(k): v for k, v in props.items()}, source="test")[0]
+
+
+def _policy_key(name: str) -> str:
+    if name.startswith("hoodie."):
+        return name
+    if name in ClusteringKey.__members__:
+        return ClusteringKey[name].value
+    return "hoodie.clustering.plan.strategy." + name

@@ -44,7 +44,7 @@ from tests.harness.crash_harness import (
     summarize,
     write_crash_props,
 )
-from tests.harness.daemon_harness import free_port
+from tests.support import free_port
 
 pytestmark = pytest.mark.spark
 

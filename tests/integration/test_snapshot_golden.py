@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from hudi_clusterd.io.table import HoodieTable
-from tests.unit.io.test_table_golden import V6_TABLES
+from tests.support import V6_TABLES
 
 pytestmark = pytest.mark.spark
 

@@ -47,7 +47,7 @@ from hudi_clusterd.runtime.metrics_server import MetricsServer
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
 from hudi_clusterd.settings import settings_from_properties
-from tests.builders import TableGen
+from tests.builders import TableGen, make_policy
 
 FUZZ = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -56,10 +56,6 @@ JSON_LEAF = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=Tru
              | st.text(max_size=8))
 JSON = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=3)
                     | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=8)
-
-
-def _policy(**props: str):  # type: ignore[no-untyped-def]
-    return parse_policy(props, source="test")[0]
 
 
 # --- instant file names -------------------------------------------------------------------------------------
@@ -326,7 +322,7 @@ def test_cli_schedule_corrupt_completed_clustering_prints_one_line_naming_it(
 def test_cli_corrupt_plan_file_prints_one_line_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                          command: str, cut: float) -> None:
     gen = _table(tmp_path)
-    result = schedule(gen.table, _policy(), force=True)
+    result = schedule(gen.table, make_policy(), force=True)
     assert result.instant is not None
     plan_file = gen.base / ".hoodie" / f"{result.instant}.replacecommit.requested"
     data = plan_file.read_bytes()
@@ -363,7 +359,7 @@ def test_schedule_empty_partitions_are_ignored(tmp_path: Path) -> None:
     (gen.base / "zero").mkdir()
     (gen.base / "zero" / ".hoodie_partition_metadata").write_bytes(b"")
     assert "empty" in gen.table.list_partitions()
-    result = schedule(gen.table, _policy(), force=True)
+    result = schedule(gen.table, make_policy(), force=True)
     assert result.plan is not None and result.instant is not None
     assert {g.partition_path for g in result.plan.input_groups} == {"p1", "p2"}
 
@@ -373,7 +369,7 @@ def test_schedule_table_of_only_empty_partitions_plans_nothing(tmp_path: Path) -
     for p in ("a", "b"):
         (gen.base / p).mkdir()
         (gen.base / p / ".hoodie_partition_metadata").write_text("#partition metadata\npartitionDepth=1\n")
-    result = schedule(gen.table, _policy(), force=True)
+    result = schedule(gen.table, make_policy(), force=True)
     assert result.instant is None and result.plan is None
 
 
@@ -566,7 +562,7 @@ def _daemon(tables: dict[str, Path], max_commits: str = "1000", observer: _Recor
 
 def test_table_worker_failing_groups_drop_plan_after_max_attempts(tmp_path: Path) -> None:
     gen = _table(tmp_path)
-    instant = schedule(gen.table, _policy(), force=True).instant
+    instant = schedule(gen.table, make_policy(), force=True).instant
     assert instant is not None
     worker = TableWorker("t", _daemon({"t": gen.base}))
     for attempt in range(1, MAX_ATTEMPTS_PER_PLAN + 1):
