@@ -42,7 +42,7 @@ from hudi_clusterd.io.rollback import rollback_pending
 from hudi_clusterd.io.storage import Storage
 from hudi_clusterd.ops.events import Event, TableObserved
 from hudi_clusterd.ops.schedule import schedule
-from hudi_clusterd.runtime.metrics import DEFAULT_HOST, Metrics
+from hudi_clusterd.runtime.metrics import Metrics
 from hudi_clusterd.runtime.metrics_server import MetricsServer
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
@@ -376,10 +376,10 @@ def test_schedule_table_of_only_empty_partitions_plans_nothing(tmp_path: Path) -
 # --- security -----------------------------------------------------------------------------------------------
 
 def test_metrics_default_address_is_loopback() -> None:
-    assert DEFAULT_HOST == "127.0.0.1"
+    # Given settings that name no metrics address, the host the daemon binds is the settings' default
     settings_, _ = settings_from_properties({"clusterd.tables": "t", "clusterd.table.t.base.path": "/x/t"})
     assert settings_.metrics_address is not None and settings_.metrics_address[0] == "127.0.0.1"
-    with MetricsServer(DEFAULT_HOST, 0, Metrics(), health=lambda: True) as server:
+    with MetricsServer(settings_.metrics_address[0], 0, Metrics(), health=lambda: True) as server:
         assert server.url.startswith("http://127.0.0.1:")
         other = _non_loopback_address()
         if other is not None:  # not reachable on another interface of this host
