@@ -1,5 +1,6 @@
-"""Builders for test data (not fixtures): instants, timelines, base files, clustering policies, and small real
-Hudi v6 copy-on-write tables written without Spark (`TableGen`).
+"""Builders for test data (not fixtures): instants, timelines, base files, clustering policies and plans, a
+hypothesis strategy of JSON-like values, and small real Hudi v6 copy-on-write tables written without Spark
+(`TableGen`).
 
 `TableGen` writes one new file group per partition given per commit, with the meta columns, footers and commit
 JSON a Hudi writer produces. Data columns: ``id`` (record key), ``x`` (float), ``part`` (partition field).
@@ -14,10 +15,18 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hypothesis import strategies as st
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile, base_file_name, join_partition
 from hudi_clusterd.domain.instant import Action, Instant, State
+from hudi_clusterd.domain.plan import (
+    ClusteringGroup,
+    ClusteringPlan,
+    ClusteringStrategy,
+    RequestedReplaceMetadata,
+    SliceInfo,
+)
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.domain.policy_keys import ClusteringKey
 from hudi_clusterd.domain.table_config import TableConfig
@@ -29,6 +38,12 @@ SCHEMA = ('{"type":"record","name":"t_record","namespace":"hoodie.t","fields":['
           '{"name":"id","type":["null","long"],"default":null},'
           '{"name":"x","type":["null","double"],"default":null},'
           '{"name":"part","type":["null","string"],"default":null}]}')
+
+# any JSON-like value: what a hostile or broken writer may put where a document or a record is expected
+JSON_LEAF = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
+             | st.text(max_size=8))
+JSON = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=8)
 
 # (partition, number of rows) -> extra data columns for one file, appended after ``part``
 ExtraColumns = Callable[[str, int], Mapping[str, pa.Array]]
@@ -107,6 +122,14 @@ class TableGen:
         return t
 
 
+def small_table(tmp_path: Path, commits: int = 4) -> TableGen:
+    """A table at ``tmp_path / "t"`` with ``commits`` commits of one row in ``p1`` and one in ``p2`` each."""
+    gen = TableGen(tmp_path / "t")
+    for i in range(commits):
+        gen.commit({"p1": [float(i)], "p2": [float(i) + 0.5]})
+    return gen
+
+
 def commit_some(gen: TableGen, n: int, rows: int = 200) -> None:
     """``n`` commits of ``rows`` random ``x`` values each into partition ``p1`` (seeded by the number of commits
     already on the timeline)."""
@@ -151,3 +174,11 @@ def _policy_key(name: str) -> str:
     if name in ClusteringKey.__members__:
         return ClusteringKey[name].value
     return "hoodie.clustering.plan.strategy." + name
+
+
+def valid_plan_meta() -> RequestedReplaceMetadata:
+    """A valid requested-replace metadata: one group of two slices in ``p1``."""
+    slices = tuple(SliceInfo(f"f{i}-0", "p1", f"file:/t/p1/f{i}-0_0-1-2_20240101000000000.parquet")
+                   for i in range(2))
+    group = ClusteringGroup(slices, 1, {"TOTAL_IO_READ_MB": 1.0})
+    return RequestedReplaceMetadata.for_plan(ClusteringPlan((group,), ClusteringStrategy("S", {"k": "v"})))

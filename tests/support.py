@@ -6,6 +6,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = (REPO_ROOT / ".." / "shared").resolve()
@@ -19,6 +20,11 @@ V6_TABLES = [
     "v6_simplekeygen_nonhivestyle_overwritetable",
     "v6_timebasedkeygen_nonhivestyle",
 ]
+
+
+# hypothesis settings of the fuzz tests of hostile input
+FUZZ = settings(max_examples=150, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 def require_shared(*parts: str) -> Path:
