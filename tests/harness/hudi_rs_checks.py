@@ -4,12 +4,13 @@ look at (write stats, partition metadata, footers, leftovers). See ../shared/doc
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hudi import HudiReadOptions, HudiTableBuilder
+from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
 
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.io.table import HoodieTable
@@ -20,10 +21,10 @@ def hudi_table(base: Path) -> Any:
     return HudiTableBuilder.from_base_uri(str(base)).build()
 
 
-def hudi_rs_rows(base: Path, cols: list[str] | None = None, key: str | None = None,
+def hudi_rs_rows(base: Path, cols: list[str] | None = None, key: str | Callable[[dict[str, Any]], Any] | None = None,
                  as_of: str | None = None) -> list[dict[str, Any]]:
     """The snapshot hudi-rs reads (as of ``as_of`` when given): the columns ``cols`` (all when None), sorted by
-    ``key`` (when None: by record key, or by ``id`` in a table without meta fields)."""
+    the column or function ``key`` (when None: by record key, or by ``id`` in a table without meta fields)."""
     opts = HudiReadOptions()
     if as_of:
         opts = opts.with_as_of_timestamp(as_of)
@@ -32,9 +33,18 @@ def hudi_rs_rows(base: Path, cols: list[str] | None = None, key: str | None = No
         return []
     table = pa.Table.from_batches(batches)
     rows = (table if cols is None else table.select(cols)).to_pylist()
+    if callable(key):
+        return sorted(rows, key=key)
     if key is not None:
         return sorted(rows, key=lambda r: r[key])
     return sorted(rows, key=lambda r: str(r.get("_hoodie_record_key") or r.get("id")))
+
+
+def hudi_rs_incremental(base: Path, start: str, end: str) -> list[pa.RecordBatch]:
+    """What hudi-rs's incremental query reads of the commits after ``start`` up to ``end``."""
+    opts = HudiReadOptions().with_query_type(HudiQueryType.Incremental).with_start_timestamp(start) \
+        .with_end_timestamp(end)
+    return list(hudi_table(base).read(opts))
 
 
 def without_file_name(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

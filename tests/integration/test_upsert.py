@@ -19,7 +19,7 @@ from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
 from tests.builders import make_policy
-from tests.harness.hudi_rs_checks import assert_meta_consistent, hudi_rs_rows
+from tests.harness.hudi_rs_checks import assert_meta_consistent, hudi_rs_incremental, hudi_rs_rows
 
 pytestmark = pytest.mark.spark
 
@@ -52,13 +52,7 @@ def _amounts(base: Path, as_of: str | None = None) -> dict[int, float]:
 
 
 def _incremental(base: Path, start: str, end: str) -> list[int]:
-    from hudi import HudiQueryType, HudiReadOptions
-
-    from tests.harness.hudi_rs_checks import hudi_table
-
-    opts = HudiReadOptions().with_query_type(HudiQueryType.Incremental).with_start_timestamp(start) \
-        .with_end_timestamp(end)
-    return sorted(i for b in hudi_table(base).read(opts) for i in b.column("id").to_pylist())
+    return sorted(i for b in hudi_rs_incremental(base, start, end) for i in b.column("id").to_pylist())
 
 
 def test_upsert_updates_and_inserts_read_by_hudi_rs(spark: Any, tmp_path: Path) -> None:

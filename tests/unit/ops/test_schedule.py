@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import fastavro
-import pyarrow as pa
 import pytest
 
 from hudi_clusterd.cli import main
 from hudi_clusterd.errors import ConfigError
 from hudi_clusterd.ops.schedule import schedule
 from tests.builders import TableGen, make_policy
+from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.support import require_shared
 
 
@@ -54,11 +54,9 @@ def test_schedule_writes_plan_readable_with_hudi_writer_schema(tmp_path: Path) -
 
 
 def test_schedule_pending_plan_keeps_table_readable_by_hudi_rs(tmp_path: Path) -> None:
-    from hudi import HudiTableBuilder
-
     gen = _table_with_commits(tmp_path, 4)
     assert schedule(gen.table, make_policy()).instant is not None
-    rows = pa.Table.from_batches(HudiTableBuilder.from_base_uri(str(gen.base)).build().read()).to_pylist()
+    rows = hudi_rs_rows(gen.base)
     keys = [r["_hoodie_record_key"] for r in rows]
     assert len(keys) == 12 and len(set(keys)) == 12
 
