@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hypothesis import strategies as st
+from hypothesis import strategies as hs
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile, base_file_name, join_partition
@@ -40,10 +40,10 @@ SCHEMA = ('{"type":"record","name":"t_record","namespace":"hoodie.t","fields":['
           '{"name":"part","type":["null","string"],"default":null}]}')
 
 # any JSON-like value: what a hostile or broken writer may put where a document or a record is expected
-JSON_LEAF = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
-             | st.text(max_size=8))
-JSON = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=3)
-                    | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=8)
+JSON_LEAF = (hs.none() | hs.booleans() | hs.integers() | hs.floats(allow_nan=True, allow_infinity=True)
+             | hs.text(max_size=8))
+JSON = hs.recursive(JSON_LEAF, lambda inner: hs.lists(inner, max_size=3)
+                    | hs.dictionaries(hs.text(max_size=6), inner, max_size=3), max_leaves=8)
 
 # (partition, number of rows) -> extra data columns for one file, appended after ``part``
 ExtraColumns = Callable[[str, int], Mapping[str, pa.Array]]
