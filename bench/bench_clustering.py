@@ -696,7 +696,7 @@ def memory_mode(args: argparse.Namespace, cases: list[str]) -> dict[str, Any]:
     if not args.standalone:
         return memory_run(args, cases)
     sys.path.insert(0, str(REPO))
-    from tests.spark_cluster import standalone_cluster
+    from tests.harness.spark_cluster import standalone_cluster
 
     with standalone_cluster(args.out / "standalone", cores=2, memory=args.standalone) as url:
         say(f"standalone master {url}: one worker, 2 cores, {args.standalone}")

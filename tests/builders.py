@@ -1,5 +1,6 @@
-"""Builders for test data (not fixtures): instants, timelines, base files, clustering policies, and small real
-Hudi v6 copy-on-write tables written without Spark (`TableGen`).
+"""Builders for test data (not fixtures): instants, timelines, base files, clustering policies and plans, a
+hypothesis strategy of JSON-like values, and small real Hudi v6 copy-on-write tables written without Spark
+(`TableGen`).
 
 `TableGen` writes one new file group per partition given per commit, with the meta columns, footers and commit
 JSON a Hudi writer produces. Data columns: ``id`` (record key), ``x`` (float), ``part`` (partition field).
@@ -7,17 +8,27 @@ JSON a Hudi writer produces. Data columns: ``id`` (record key), ``x`` (float), `
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hypothesis import strategies as hs
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile, base_file_name, join_partition
 from hudi_clusterd.domain.instant import Action, Instant, State
+from hudi_clusterd.domain.plan import (
+    ClusteringGroup,
+    ClusteringPlan,
+    ClusteringStrategy,
+    RequestedReplaceMetadata,
+    SliceInfo,
+)
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
+from hudi_clusterd.domain.policy_keys import ClusteringKey
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields
@@ -27,6 +38,12 @@ SCHEMA = ('{"type":"record","name":"t_record","namespace":"hoodie.t","fields":['
           '{"name":"id","type":["null","long"],"default":null},'
           '{"name":"x","type":["null","double"],"default":null},'
           '{"name":"part","type":["null","string"],"default":null}]}')
+
+# any JSON-like value: what a hostile or broken writer may put where a document or a record is expected
+JSON_LEAF = (hs.none() | hs.booleans() | hs.integers() | hs.floats(allow_nan=True, allow_infinity=True)
+             | hs.text(max_size=8))
+JSON = hs.recursive(JSON_LEAF, lambda inner: hs.lists(inner, max_size=3)
+                    | hs.dictionaries(hs.text(max_size=6), inner, max_size=3), max_leaves=8)
 
 # (partition, number of rows) -> extra data columns for one file, appended after ``part``
 ExtraColumns = Callable[[str, int], Mapping[str, pa.Array]]
@@ -105,6 +122,22 @@ class TableGen:
         return t
 
 
+def small_table(tmp_path: Path, commits: int = 4) -> TableGen:
+    """A table at ``tmp_path / "t"`` with ``commits`` commits of one row in ``p1`` and one in ``p2`` each."""
+    gen = TableGen(tmp_path / "t")
+    for i in range(commits):
+        gen.commit({"p1": [float(i)], "p2": [float(i) + 0.5]})
+    return gen
+
+
+def commit_some(gen: TableGen, n: int, rows: int = 200) -> None:
+    """``n`` commits of ``rows`` random ``x`` values each into partition ``p1`` (seeded by the number of commits
+    already on the timeline)."""
+    rng = random.Random(len(list(gen.base.glob(".hoodie/*.commit"))))
+    for _ in range(n):
+        gen.commit({"p1": [rng.uniform(0, 100) for _ in range(rows)]})
+
+
 def make_instant(time: str, action: str = "commit", state: str = "completed") -> Instant:
     st = State.COMPLETED if state == "completed" else State(state)
     return Instant(time, Action(action), st)
@@ -128,8 +161,24 @@ def make_base_file(partition: str, file_id: str, instant: str, size: int = 1000,
 
 
 def make_policy(**props: str) -> ClusteringPolicy:
-    """A clustering policy from keyword properties: full ``hoodie.*`` keys as they are, and short names under
+    """A clustering policy from keyword properties: full ``hoodie.*`` keys as they are, ``ClusteringKey`` member
+    names (``make_policy(PARTITION_FILTER_MODE="RECENT_DAYS")``), and short names under
     ``hoodie.clustering.plan.strategy.`` (``make_policy(**{"sort.columns": "x", "hoodie.layout.optimize.strategy":
     "hilbert"})``)."""
-    return parse_policy({k if k.startswith("hoodie.") else "hoodie.clustering.plan.strategy." + k: v
-                         for k, v in props.items()}, source="test")[0]
+    return parse_policy({_policy_key(k): v for k, v in props.items()}, source="test")[0]
+
+
+def _policy_key(name: str) -> str:
+    if name.startswith("hoodie."):
+        return name
+    if name in ClusteringKey.__members__:
+        return ClusteringKey[name].value
+    return "hoodie.clustering.plan.strategy." + name
+
+
+def valid_plan_meta() -> RequestedReplaceMetadata:
+    """A valid requested-replace metadata: one group of two slices in ``p1``."""
+    slices = tuple(SliceInfo(f"f{i}-0", "p1", f"file:/t/p1/f{i}-0_0-1-2_20240101000000000.parquet")
+                   for i in range(2))
+    group = ClusteringGroup(slices, 1, {"TOTAL_IO_READ_MB": 1.0})
+    return RequestedReplaceMetadata.for_plan(ClusteringPlan((group,), ClusteringStrategy("S", {"k": "v"})))

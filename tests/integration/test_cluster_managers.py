@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import TableGen
-from tests.integration.daemon_harness import free_port, wait_for
-from tests.integration.test_clustering import assert_no_orphans, hudi_rs_rows, without_file_name
-from tests.integration.test_daemon import commit_some, completed_clusterings
-from tests.spark_cluster import ClusterUnavailable, spark_home, standalone_cluster, start_logged
+from tests.builders import TableGen, commit_some
+from tests.harness.daemon_harness import wait_for
+from tests.harness.hudi_rs_checks import assert_no_orphan_files, completed_clusterings, hudi_rs_rows, without_file_name
+from tests.harness.spark_cluster import ClusterUnavailable, spark_home, standalone_cluster, start_logged
+from tests.support import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -54,7 +54,7 @@ def run_once_against(tmp_path: Path, master: str, *conf: str) -> Path:
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(completed_clusterings(gen.base)) == 1
     assert without_file_name(hudi_rs_rows(gen.base)) == before
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
     return gen.base
 
 

@@ -16,24 +16,26 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
+from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.layout.figures import clustering_figures
 from hudi_clusterd.ops.execute import ExecutionResult, execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
-from tests.builders import TableGen
-from tests.integration.hudi_rs_checks import data_bytes
+from tests.builders import TableGen, make_policy
+from tests.harness.hudi_rs_checks import (
+    assert_no_orphan_files,
+    data_bytes,
+    data_files,
+    hudi_rs_incremental,
+    hudi_rs_rows,
+    without_file_name,
+)
 
 pytestmark = pytest.mark.spark
 
 KB = 1024
-
-
-def policy(**props: str) -> ClusteringPolicy:
-    return parse_policy({k if k.startswith("hoodie.") else "hoodie.clustering.plan.strategy." + k: v
-                         for k, v in props.items()}, source="test")[0]
 
 
 @pytest.fixture(scope="module")
@@ -41,43 +43,6 @@ def runner(spark: Any) -> GroupRunner:
     from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
 
     return SparkGroupRunner(spark, owns_session=False)
-
-
-def hudi_rs_rows(base: Path, as_of: str | None = None) -> list[dict[str, Any]]:
-    from hudi import HudiReadOptions, HudiTableBuilder
-
-    opts = HudiReadOptions() if as_of is None else HudiReadOptions().with_as_of_timestamp(as_of)
-    batches = HudiTableBuilder.from_base_uri(str(base)).build().read(opts)
-    rows = pa.Table.from_batches(batches).to_pylist() if batches else []
-    return sorted(rows, key=lambda r: str(r.get("_hoodie_record_key") or r.get("id")))
-
-
-def hudi_rs_incremental(base: Path, start: str, end: str) -> int:
-    from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
-
-    opts = HudiReadOptions().with_query_type(HudiQueryType.Incremental).with_start_timestamp(start) \
-        .with_end_timestamp(end)
-    return sum(b.num_rows for b in HudiTableBuilder.from_base_uri(str(base)).build().read(opts))
-
-
-def without_file_name(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in rows]
-
-
-def data_files(base: Path) -> set[Path]:
-    return {p for p in base.rglob("*.parquet") if ".hoodie" not in p.parts}
-
-
-def assert_no_orphans(base: Path) -> None:
-    """Every data file belongs to a completed instant (no leftovers of failed attempts)."""
-    table = HoodieTable.open(str(base))
-    timeline = table.timeline()
-    completed = {i.time for i in timeline.completed()}
-    for f in data_files(base):
-        instant = f.name.rsplit("_", 1)[-1].split(".")[0]
-        assert instant in completed, f"orphan data file {f} of instant {instant}"
-    assert not list((base / ".hoodie" / ".temp").glob("*/*")), "markers left behind"
-    assert not any(i.is_pending for i in timeline if i.action.value == "commit"), "commit stuck pending"
 
 
 def make_table(tmp_path: Path, commits: int = 8, rows: int = 400, seed: int = 3) -> TableGen:
@@ -110,7 +75,7 @@ def test_cluster_gzip_input_output_files_near_target_without_remainders(tmp_path
     for _ in range(6):
         gen.commit({"": [rng.uniform(0, 100) for _ in range(8_000)]}, extra_columns=payload)
     target = 160 * KB
-    pol = policy(**{"sort.columns": "x,id", "target.file.max.bytes": str(target),
+    pol = make_policy(**{"sort.columns": "x,id", "target.file.max.bytes": str(target),
                     "hoodie.layout.optimize.strategy": strategy})
     with_plan = schedule(gen.table, pol, force=True)
     assert with_plan.plan is not None and with_plan.instant is not None
@@ -134,7 +99,7 @@ def test_cluster_linear_keeps_every_row_and_meta_and_orders_output(tmp_path: Pat
     before = hudi_rs_rows(base)
     files_before = len(table.file_system_view().latest_base_files())
     target = 48 * KB
-    pol = policy(**{"sort.columns": "x", "target.file.max.bytes": str(target)})
+    pol = make_policy(**{"sort.columns": "x", "target.file.max.bytes": str(target)})
 
     result = run(table, pol, runner)
 
@@ -143,7 +108,7 @@ def test_cluster_linear_keeps_every_row_and_meta_and_orders_output(tmp_path: Pat
     assert without_file_name(after) == without_file_name(before)  # same rows, commit times and seqnos kept
     assert hudi_rs_rows(base, as_of=before_instant) == before
     assert without_file_name(hudi_rs_rows(base, as_of=result.instant)) == without_file_name(before)
-    assert hudi_rs_incremental(base, before_instant, result.instant) == 0
+    assert sum(b.num_rows for b in hudi_rs_incremental(base, before_instant, result.instant)) == 0
     keys = [r["_hoodie_record_key"] for r in after]
     assert len(keys) == len(set(keys))
     latest = table.file_system_view().latest_base_files()
@@ -170,14 +135,14 @@ def test_cluster_linear_keeps_every_row_and_meta_and_orders_output(tmp_path: Pat
             assert set(names) == {p.name}
     assert float(meta["extraMetadata"]["hudi-clusterd.layout.files_scanned.after"]) <= \
         float(meta["extraMetadata"]["hudi-clusterd.layout.files_scanned.before"])
-    assert_no_orphans(base)
+    assert_no_orphan_files(base, at_rest=True)
 
 
 @pytest.mark.parametrize(("strategy", "method"), [("hilbert", "sample"), ("z-order", "direct")])
 def test_cluster_curves_improve_two_column_layout(tmp_path: Path, runner: GroupRunner, strategy: str,
                                                   method: str) -> None:
     gen = make_table(tmp_path, commits=6, rows=600)
-    pol = policy(**{"sort.columns": "x,id", "target.file.max.bytes": str(6 * KB),
+    pol = make_policy(**{"sort.columns": "x,id", "target.file.max.bytes": str(6 * KB),
                     "hoodie.layout.optimize.strategy": strategy, "hoodie.layout.optimize.curve.build.method": method})
     before = without_file_name(hudi_rs_rows(gen.base))
     result = run(gen.table, pol, runner)
@@ -203,13 +168,13 @@ def test_cluster_golden_tables_read_the_same_before_and_after(golden_copy: Any, 
     base = golden_copy(name)
     table = HoodieTable.open(str(base))
     before = hudi_rs_rows(base)
-    result = run(table, policy(**GOLDEN_LAYOUTS[layout]), runner)
+    result = run(table, make_policy(**GOLDEN_LAYOUTS[layout]), runner)
     assert result.outcome == "completed"
     after = hudi_rs_rows(base)
     assert without_file_name(after) == without_file_name(before)
     if table.config.populate_meta_fields:
         previous = table.timeline().commits().completed().instants[-2].time
-        assert hudi_rs_incremental(base, previous, result.instant) == 0
+        assert sum(b.num_rows for b in hudi_rs_incremental(base, previous, result.instant)) == 0
 
 
 class FailingRunner:
@@ -234,7 +199,7 @@ class FailingRunner:
 def test_failed_group_rolls_back_keeps_plan_and_retry_completes(tmp_path: Path, runner: GroupRunner) -> None:
     gen = make_table(tmp_path)
     before = hudi_rs_rows(gen.base)
-    pol = policy(**{"hoodie.clustering.max.parallelism": "1"})
+    pol = make_policy(**{"hoodie.clustering.max.parallelism": "1"})
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.instant is not None and scheduled.plan is not None and len(scheduled.plan.input_groups) == 2
     with pytest.raises(ExecutionError, match="disk on fire"):
@@ -246,13 +211,13 @@ def test_failed_group_rolls_back_keeps_plan_and_retry_completes(tmp_path: Path, 
     result = execute_pending(gen.table, runner, parallelism=pol.max_parallelism)  # the oldest pending plan
     assert result.outcome == "completed" and result.instant == scheduled.instant
     assert without_file_name(hudi_rs_rows(gen.base)) == without_file_name(before)
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
 
 
 def test_ingestion_wins_a_conflict_its_group_is_left_out_and_the_rest_commits(tmp_path: Path,
                                                                              runner: GroupRunner) -> None:
     gen = make_table(tmp_path, commits=4)
-    pol = policy()
+    pol = make_policy()
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.plan is not None and scheduled.instant is not None and len(scheduled.plan.input_groups) == 2
     partition, file_id = scheduled.plan.group_ids()[0]
@@ -266,13 +231,13 @@ def test_ingestion_wins_a_conflict_its_group_is_left_out_and_the_rest_commits(tm
     assert committed["extraMetadata"]["hudi-clusterd.groups.dropped"] == "0"
     assert without_file_name(hudi_rs_rows(gen.base)) == expected  # the update is kept; nothing duplicated
     assert gen.table.pending_clustering_plans() == []
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
 
 
 def test_ingestion_wins_conflicts_in_every_group_and_the_plan_is_dropped(tmp_path: Path,
                                                                          runner: GroupRunner) -> None:
     gen = make_table(tmp_path, commits=4)
-    pol = policy()
+    pol = make_policy()
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.plan is not None and scheduled.instant is not None
     for group in scheduled.plan.input_groups:  # an update in every group
@@ -283,12 +248,12 @@ def test_ingestion_wins_conflicts_in_every_group_and_the_plan_is_dropped(tmp_pat
     assert result.outcome == "conflict"
     assert hudi_rs_rows(gen.base) == expected
     assert gen.table.pending_clustering_plans() == []
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
 
 
 def test_second_run_without_new_commits_does_nothing(tmp_path: Path, runner: GroupRunner) -> None:
     gen = make_table(tmp_path)
-    pol = policy(**{"target.file.max.bytes": str(64 * KB)})
+    pol = make_policy(**{"target.file.max.bytes": str(64 * KB)})
     assert run(gen.table, pol, runner).outcome == "completed"
     files = data_files(gen.base)
     again = schedule(gen.table, pol)
@@ -313,8 +278,7 @@ def test_sigkill_while_writing_then_execute_again_recovers(tmp_path: Path, runne
     props.write_text("hoodie.clustering.plan.strategy.sort.columns=x\n"
                      "hoodie.layout.optimize.strategy=hilbert\n"
                      "hoodie.clustering.plan.strategy.target.file.max.bytes=16384\n")
-    pol = parse_policy({"hoodie.clustering.plan.strategy.sort.columns": "x",
-                        "hoodie.clustering.plan.strategy.target.file.max.bytes": "16384"}, source="t")[0]
+    pol = make_policy(**{"sort.columns": "x", "target.file.max.bytes": "16384"})
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.instant is not None
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
@@ -338,6 +302,6 @@ def test_sigkill_while_writing_then_execute_again_recovers(tmp_path: Path, runne
     result = execute_pending(gen.table, runner, parallelism=pol.max_parallelism)
     assert result.outcome == "completed" and result.instant == scheduled.instant
     assert without_file_name(hudi_rs_rows(gen.base)) == before
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
     rollbacks = sorted((gen.base / ".hoodie").glob("*.rollback"))
     assert rollbacks, "the killed attempt was rolled back through a rollback instant"

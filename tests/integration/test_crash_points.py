@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from hudi_clusterd.exit_codes import EXIT_OK
-from tests.integration.crash_harness import (
+from tests.harness.crash_harness import (
     ANCHORS,
     REQUIRED_PHASES,
     CrashableDaemon,
@@ -44,7 +44,7 @@ from tests.integration.crash_harness import (
     summarize,
     write_crash_props,
 )
-from tests.integration.daemon_harness import free_port
+from tests.support import free_port
 
 pytestmark = pytest.mark.spark
 

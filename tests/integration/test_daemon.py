@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 import signal
 from pathlib import Path
 from typing import Any
@@ -12,36 +11,22 @@ import pytest
 
 from hudi_clusterd.io.avro import decode_requested_replace
 from hudi_clusterd.io.table import HoodieTable
-from tests.builders import TableGen
-from tests.integration.daemon_harness import (
+from tests.builders import TableGen, commit_some
+from tests.harness.daemon_harness import (
     DaemonProcess,
-    free_port,
     health,
     metric,
     scrape,
     wait_for,
     write_props,
 )
-from tests.integration.test_clustering import assert_no_orphans, hudi_rs_rows, without_file_name
+from tests.harness.hudi_rs_checks import assert_no_orphan_files, completed_clusterings, hudi_rs_rows, without_file_name
+from tests.support import free_port
 
 pytestmark = pytest.mark.spark
 
 MAX_COMMITS = "hoodie.clustering.async.max.commits"
 SORT = "hoodie.clustering.plan.strategy.sort.columns"
-
-
-def completed_clusterings(base: Path) -> list[str]:
-    out = []
-    for f in sorted((base / ".hoodie").glob("*.replacecommit")):
-        if json.loads(f.read_text()).get("operationType") == "CLUSTER":
-            out.append(f.name.split(".")[0])
-    return out
-
-
-def commit_some(gen: TableGen, n: int, rows: int = 200) -> None:
-    rng = random.Random(len(list(gen.base.glob(".hoodie/*.commit"))))
-    for _ in range(n):
-        gen.commit({"p1": [rng.uniform(0, 100) for _ in range(rows)]})
 
 
 def test_daemon_clusters_at_commit_count_and_serves_metrics_and_json_logs(tmp_path: Path) -> None:
@@ -141,7 +126,7 @@ def test_daemon_sigterm_during_group_exits_with_documented_code_and_restart_reco
     finally:
         restart.stop()
     assert without_file_name(hudi_rs_rows(gen.base)) == before
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
 
 
 def test_daemon_beside_a_real_streaming_query(spark: Any, tmp_path: Path) -> None:
@@ -186,4 +171,4 @@ def test_daemon_beside_a_real_streaming_query(spark: Any, tmp_path: Path) -> Non
             daemon.stop()
     rows = hudi_rs_rows(base)
     assert sorted(r["id"] for r in rows) == list(range(files * rows_per_file))  # every row exactly once
-    assert_no_orphans(base)
+    assert_no_orphan_files(base, at_rest=True)

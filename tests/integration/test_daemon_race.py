@@ -4,7 +4,6 @@ recovers the dead one's clustering and carries on. Ingestion commits inserts and
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 
 from hudi_clusterd.exit_codes import EXIT_OK
-from tests.integration.crash_harness import (
+from tests.harness.crash_harness import (
     LOCK_STALE_S,
     CrashableDaemon,
     Cycle,
@@ -29,16 +28,12 @@ from tests.integration.crash_harness import (
     wait_at_rest,
     write_crash_props,
 )
-from tests.integration.daemon_harness import free_port
+from tests.harness.hudi_rs_checks import completed_clusterings
+from tests.support import free_port
 
 pytestmark = pytest.mark.spark
 
 SEED = 6
-
-
-def completed_clusterings(base: Path) -> list[str]:
-    return sorted(f.name.split(".")[0] for f in (base / ".hoodie").glob("*.replacecommit")
-                  if json.loads(f.read_text()).get("operationType") == "CLUSTER")
 
 
 def events(daemon: CrashableDaemon, name: str) -> list[Event]:

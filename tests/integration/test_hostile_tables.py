@@ -23,7 +23,6 @@ from hudi_clusterd.domain.plan import (
     RequestedReplaceMetadata,
     SliceInfo,
 )
-from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ExecutionError, MetadataDecodeError
 from hudi_clusterd.io.avro import encode_requested_replace
 from hudi_clusterd.io.table import HoodieTable
@@ -34,15 +33,16 @@ from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
 from hudi_clusterd.settings import Settings, settings_from_properties
-from tests.builders import TableGen
-from tests.integration.test_clustering import assert_no_orphans, data_files, hudi_rs_rows, without_file_name
+from tests.builders import TableGen, make_policy
+from tests.harness.hudi_rs_checks import (
+    assert_no_orphan_files,
+    completed_clusterings,
+    data_files,
+    hudi_rs_rows,
+    without_file_name,
+)
 
 pytestmark = pytest.mark.spark
-
-
-def policy(**props: str) -> ClusteringPolicy:
-    return parse_policy({k if k.startswith("hoodie.") else "hoodie.clustering.plan.strategy." + k: v
-                         for k, v in props.items()}, source="test")[0]
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +70,6 @@ def pending_states(table: HoodieTable, instant: str) -> list[State]:
     return [i.state for i in table.timeline() if i.time == instant]
 
 
-def completed_clusterings(base: Path) -> list[str]:
-    return sorted(f.name.split(".")[0] for f in (base / ".hoodie").glob("*.replacecommit")
-                  if json.loads(f.read_text()).get("operationType") == "CLUSTER")
-
-
 # --- damaged and missing inputs -----------------------------------------------------------------------------
 
 DAMAGE: dict[str, Callable[[bytes], bytes]] = {
@@ -88,7 +83,7 @@ DAMAGE: dict[str, Callable[[bytes], bytes]] = {
 def test_execute_damaged_parquet_input_fails_naming_file_rolls_back_keeps_plan(
         tmp_path: Path, runner: GroupRunner, damage: str) -> None:
     gen = make_table(tmp_path / "t")
-    pol = policy()
+    pol = make_policy()
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.instant is not None and scheduled.plan is not None
     victim = planned_file(gen.base, scheduled.plan)
@@ -102,13 +97,13 @@ def test_execute_damaged_parquet_input_fails_naming_file_rolls_back_keeps_plan(
     assert data_files(gen.base) == files_before  # nothing written remains, nothing was removed
     assert victim.read_bytes() == damaged
     assert pending_states(gen.table, scheduled.instant) == [State.REQUESTED]  # plan kept for a retry
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
 
 
 def test_execute_missing_committed_base_file_names_it_and_writes_nothing(tmp_path: Path,
                                                                         runner: GroupRunner) -> None:
     gen = make_table(tmp_path / "t")
-    pol = policy()
+    pol = make_policy()
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.instant is not None and scheduled.plan is not None
     victim = planned_file(gen.base, scheduled.plan, "p2")
@@ -120,13 +115,13 @@ def test_execute_missing_committed_base_file_names_it_and_writes_nothing(tmp_pat
 
     assert data_files(gen.base) == files_before
     assert pending_states(gen.table, scheduled.instant) == [State.REQUESTED]
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
 
 
 def test_daemon_worker_drops_poisoned_plan_after_repeated_failures_keeps_data(tmp_path: Path,
                                                                               runner: GroupRunner) -> None:
     gen = make_table(tmp_path / "t")
-    scheduled = schedule(gen.table, policy(), force=True)
+    scheduled = schedule(gen.table, make_policy(), force=True)
     assert scheduled.instant is not None and scheduled.plan is not None
     victim = planned_file(gen.base, scheduled.plan)
     victim.write_bytes(b"")
@@ -141,7 +136,7 @@ def test_daemon_worker_drops_poisoned_plan_after_repeated_failures_keeps_data(tm
     assert any(e["event"] == "clustering plan dropped after repeated failures" for e in logs)
     assert pending_states(gen.table, scheduled.instant) == []
     assert data_files(gen.base) == files_before and victim.exists()
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
 
 
 # --- security: a plan naming files outside the table --------------------------------------------------------
@@ -160,7 +155,7 @@ def test_execute_plan_naming_file_outside_table_is_refused_and_file_survives(tmp
            "sibling": f"file:{outside}"}[where]
     slices = (SliceInfo(outside.name.split("_")[0], "p1", uri),
               *(SliceInfo(f.name.split("_")[0], "p1", f"file:{f}") for f in inside[1:]))
-    pol = policy()
+    pol = make_policy()
     strategy = ClusteringStrategy(pol.execution_strategy_class, pol.strategy_params())
     plan = ClusteringPlan((ClusteringGroup(slices, 1, {"TOTAL_IO_READ_MB": 0.1}),), strategy)
     t = gen.next_time()
@@ -193,7 +188,7 @@ def test_cluster_schema_evolution_writes_merged_schema_with_nulls(tmp_path: Path
     for i in range(2):
         gen.commit({"p1": [10.0 + i]}, extra_columns=lambda p, n: {"y": pa.array([f"y{k}" for k in range(n)])})
     before = hudi_rs_rows(gen.base)
-    pol = policy(**layout)
+    pol = make_policy(**layout)
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.instant is not None
 
@@ -215,7 +210,7 @@ def test_cluster_schema_evolution_writes_merged_schema_with_nulls(tmp_path: Path
         assert all(r[k] == v for k, v in old[r["_hoodie_record_key"]].items() if k != "_hoodie_file_name")
     meta = json.loads((gen.base / ".hoodie" / f"{result.instant}.replacecommit").read_text())
     assert [f["name"] for f in json.loads(meta["extraMetadata"]["schema"])["fields"]][-1] == "y"
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
 
 
 # --- partition values with special characters, and an empty partition ---------------------------------------
@@ -231,7 +226,7 @@ def test_cluster_special_character_partitions_readable_by_hudi_rs(tmp_path: Path
     (gen.base / "empty" / ".hoodie_partition_metadata").write_text("#partition metadata\npartitionDepth=1\n")
     before = without_file_name(hudi_rs_rows(gen.base))
     assert {r["_hoodie_partition_path"] for r in before} == set(SPECIAL)
-    pol = policy(**{"hoodie.clustering.max.parallelism": "2"})
+    pol = make_policy(**{"hoodie.clustering.max.parallelism": "2"})
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.plan is not None and scheduled.instant is not None
     assert {g.partition_path for g in scheduled.plan.input_groups} == set(SPECIAL)
@@ -246,7 +241,7 @@ def test_cluster_special_character_partitions_readable_by_hudi_rs(tmp_path: Path
         assert set(pq.read_table(path, columns=["_hoodie_partition_path"]).column(0).to_pylist()) == \
             {ws.partition_path}
     assert len(gen.table.file_system_view().latest_base_files()) == len(SPECIAL)
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
 
 
 # --- very wide rows -----------------------------------------------------------------------------------------
@@ -262,7 +257,7 @@ def test_cluster_very_wide_rows(tmp_path: Path, runner: GroupRunner, shape: str)
     for i in range(4):
         gen.commit({"p1": [float(i)] * (20 if shape == "500-columns" else 2)}, extra_columns=wide)
     before = without_file_name(hudi_rs_rows(gen.base))
-    pol = policy(**{"sort.columns": "x"})
+    pol = make_policy(**{"sort.columns": "x"})
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.instant is not None
 
@@ -272,7 +267,7 @@ def test_cluster_very_wide_rows(tmp_path: Path, runner: GroupRunner, shape: str)
     after = without_file_name(hudi_rs_rows(gen.base))
     assert after == before
     assert len(after[0]) == 4 + 3 + (500 if shape == "500-columns" else 1)  # meta (less the file name) + data
-    assert_no_orphans(gen.base)
+    assert_no_orphan_files(gen.base, at_rest=True)
 
 
 # --- many tiny files in one partition -----------------------------------------------------------------------
@@ -282,7 +277,7 @@ def _many_tiny_files(tmp_path: Path, runner: GroupRunner, files: int) -> None:
     gen.commit({"p1": [1.0]}, files_per_partition=files)
     for i in range(3):
         gen.commit({"p1": [float(i)]})
-    pol = policy()
+    pol = make_policy()
     scheduled = schedule(gen.table, pol, force=True)
     assert scheduled.plan is not None and scheduled.instant is not None
     assert scheduled.plan.num_slices == files + 3
@@ -344,4 +339,4 @@ def test_daemon_run_once_serves_healthy_table_when_other_is_broken(tmp_path: Pat
     assert len(completed_clusterings(healthy.base)) == 1
     assert without_file_name(hudi_rs_rows(healthy.base)) == before
     assert completed_clusterings(broken.base) == []
-    assert_no_orphans(healthy.base)
+    assert_no_orphan_files(healthy.base, at_rest=True)

@@ -17,7 +17,7 @@ import pytest
 
 from hudi_clusterd.engine.ingest.sink import BATCH_ID_KEY, QUERY_ID_KEY, SINK_CHECKPOINT_KEY, HudiStreamingSink
 from hudi_clusterd.io.table import HoodieTable
-from tests.integration.hudi_rs_checks import (
+from tests.harness.hudi_rs_checks import (
     assert_meta_consistent,
     assert_table_layout,
     completed_commits,

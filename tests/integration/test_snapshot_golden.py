@@ -5,25 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from hudi_clusterd.io.table import HoodieTable
-from tests.unit.io.test_table_golden import V6_TABLES
+from tests.harness.hudi_rs_checks import hudi_rs_rows
+from tests.support import V6_TABLES
 
 pytestmark = pytest.mark.spark
 
 
 def _key(row: dict[str, Any]) -> tuple[Any, ...]:
     return (row.get("id"), row.get("name"))
-
-
-def _hudi_rs(base: Path, as_of: str | None) -> list[dict[str, Any]]:
-    from hudi import HudiReadOptions, HudiTableBuilder
-
-    opts = HudiReadOptions() if as_of is None else HudiReadOptions().with_as_of_timestamp(as_of)
-    batches = HudiTableBuilder.from_base_uri(str(base)).build().read(opts)
-    return sorted(pa.Table.from_batches(batches).to_pylist(), key=_key) if batches else []
 
 
 def _ours(spark: Any, base: Path, as_of: str | None) -> list[dict[str, Any]]:
@@ -43,7 +35,7 @@ def test_spark_snapshot_equals_hudi_rs(spark: Any, golden_tables: Path, name: st
     table = HoodieTable.open(str(base))
     instants = [None, *(i.time for i in table.timeline().completed())]
     for as_of in instants:
-        theirs = _hudi_rs(base, as_of)
+        theirs = hudi_rs_rows(base, key=_key, as_of=as_of)
         ours = _ours(spark, base, as_of)
         assert len(ours) == len(theirs), (name, as_of)
         if not theirs:

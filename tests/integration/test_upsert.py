@@ -9,7 +9,6 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.engine.ingest.sink import HudiStreamingSink
 from hudi_clusterd.engine.ingest.upsert import upsert
@@ -19,7 +18,8 @@ from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
-from tests.integration.hudi_rs_checks import assert_meta_consistent, hudi_rs_rows
+from tests.builders import make_policy
+from tests.harness.hudi_rs_checks import assert_meta_consistent, hudi_rs_incremental, hudi_rs_rows
 
 pytestmark = pytest.mark.spark
 
@@ -52,13 +52,7 @@ def _amounts(base: Path, as_of: str | None = None) -> dict[int, float]:
 
 
 def _incremental(base: Path, start: str, end: str) -> list[int]:
-    from hudi import HudiQueryType, HudiReadOptions
-
-    from tests.integration.hudi_rs_checks import hudi_table
-
-    opts = HudiReadOptions().with_query_type(HudiQueryType.Incremental).with_start_timestamp(start) \
-        .with_end_timestamp(end)
-    return sorted(i for b in hudi_table(base).read(opts) for i in b.column("id").to_pylist())
+    return sorted(i for b in hudi_rs_incremental(base, start, end) for i in b.column("id").to_pylist())
 
 
 def test_upsert_updates_and_inserts_read_by_hudi_rs(spark: Any, tmp_path: Path) -> None:
@@ -151,10 +145,8 @@ def test_sink_upsert_merges_micro_batches(spark: Any, tmp_path: Path) -> None:
 # --- clustering conflicts -----------------------------------------------------------------------------------
 
 
-def _policy(**extra: str) -> ClusteringPolicy:
-    props = {"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 20),
-             "hoodie.clustering.plan.strategy.target.file.max.bytes": str(1 << 20), **extra}
-    return parse_policy(props, source="test")[0]
+SMALL_FILES = {"hoodie.clustering.plan.strategy.small.file.limit": str(1 << 20),
+               "hoodie.clustering.plan.strategy.target.file.max.bytes": str(1 << 20)}
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +180,7 @@ def test_upsert_into_pending_plan_wins_then_next_plan_leaves_hot_groups_out(spar
                                                                           runner: GroupRunner) -> None:
     # Given a pending clustering plan over every file group
     base, table = _clusterable(spark, tmp_path)
-    pol = _policy()
+    pol = make_policy(**SMALL_FILES)
     planned = schedule(table, pol, force=True).instant
     assert planned is not None
     hot = _planned_group_of(table, planned, 4)
@@ -214,7 +206,7 @@ def test_upsert_into_pending_plan_wins_then_next_plan_leaves_hot_groups_out(spar
 def test_upsert_rejected_by_pending_plan_changes_nothing(spark: Any, tmp_path: Path) -> None:
     # Given a pending clustering plan
     base, table = _clusterable(spark, tmp_path)
-    planned = schedule(table, _policy(), force=True).instant
+    planned = schedule(table, make_policy(**SMALL_FILES), force=True).instant
     assert planned is not None
     hot = _planned_group_of(table, planned, 4)
     instants = sorted(p.name for p in (base / ".hoodie").iterdir() if p.is_file())
@@ -233,7 +225,7 @@ def test_upsert_fails_rather_than_lose_a_write_when_its_group_was_clustered_mean
         spark: Any, tmp_path: Path, runner: GroupRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given an upsert that reads the file groups, and a clustering that completes before the upsert commits
     base, table = _clusterable(spark, tmp_path)
-    pol = _policy()
+    pol = make_policy(**SMALL_FILES)
     from hudi_clusterd.engine.ingest.write_client import start_commit as real_start
 
     def start_after_clustering(*args: Any, **kw: Any) -> Any:
@@ -257,7 +249,7 @@ def test_clustering_completing_while_an_upsert_is_inflight_loses_to_it(
         spark: Any, tmp_path: Path, runner: GroupRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a pending plan, and an upsert into one of its file groups that has written its files (markers)
     base, table = _clusterable(spark, tmp_path)
-    pol = _policy()
+    pol = make_policy(**SMALL_FILES)
     planned = schedule(table, pol, force=True).instant
     assert planned is not None
     hot = _planned_group_of(table, planned, 4)

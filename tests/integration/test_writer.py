@@ -15,7 +15,7 @@ from hudi_clusterd.engine.ingest.snapshot import snapshot
 from hudi_clusterd.engine.ingest.writer import insert
 from hudi_clusterd.errors import ExecutionError, TableError
 from hudi_clusterd.io.table import HoodieTable
-from tests.integration.hudi_rs_checks import (
+from tests.harness.hudi_rs_checks import (
     assert_meta_consistent,
     assert_table_layout,
     completed_commits,

@@ -1,8 +1,7 @@
 """The packaging and deployment artifacts (Dockerfile, deploy/k8s, deploy/prometheus, deploy/spark) agree with the
 code they deploy: the CLI they invoke, the settings they configure, the metrics they alert on.
 
-No JVM and no Docker: YAML is read with PyYAML when it is importable and otherwise with the small block-YAML
-reader below (enough for these files; ``test_mini_yaml_*`` checks it against PyYAML wherever both exist).
+No JVM and no Docker: YAML is read with PyYAML (a test dependency).
 """
 
 from __future__ import annotations
@@ -19,10 +18,10 @@ import sys
 from collections.abc import Iterator
 from fnmatch import fnmatch
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -43,180 +42,9 @@ CONFIG_DIR = "/etc/hudi-clusterd"
 PROPS_PATH = f"{CONFIG_DIR}/clusterd.properties"
 
 
-# --- a small reader for block-style YAML (mappings, sequences, scalars, flow lists, |/> block scalars) --------------
-
-
-class _MiniYaml:
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-
-    @staticmethod
-    def _indent(line: str) -> int:
-        return len(line) - len(line.lstrip(" "))
-
-    def _skip(self, i: int) -> int:
-        while i < len(self.lines) and (not self.lines[i].strip() or self.lines[i].lstrip().startswith("#")):
-            i += 1
-        return i
-
-    def parse(self) -> Any:
-        i = self._skip(0)
-        if i == len(self.lines):
-            return None
-        value, i = self._block(i, self._indent(self.lines[i]))
-        if self._skip(i) != len(self.lines):
-            raise ValueError(f"unparsed YAML from line {self._skip(i) + 1}: {self.lines[self._skip(i)]!r}")
-        return value
-
-    def _block(self, i: int, indent: int) -> tuple[Any, int]:
-        content = self.lines[i].strip()
-        if content == "-" or content.startswith("- "):
-            return self._sequence(i, indent)
-        return self._mapping(i, indent)
-
-    def _sequence(self, i: int, indent: int) -> tuple[list[Any], int]:
-        items: list[Any] = []
-        while (i := self._skip(i)) < len(self.lines) and self._indent(self.lines[i]) == indent:
-            content = self.lines[i].strip()
-            if not (content == "-" or content.startswith("- ")):
-                break
-            rest = content[1:].lstrip(" ")
-            if not rest:
-                j = self._skip(i + 1)
-                value, i = self._block(j, self._indent(self.lines[j]))
-            elif _KEY.match(rest):
-                column = indent + len(content) - len(rest)
-                self.lines[i] = " " * column + rest  # "- key: v" opens a mapping at the key's column
-                value, i = self._mapping(i, column)
-            else:
-                value, i = _scalar(rest), i + 1
-            items.append(value)
-        return items, i
-
-    def _mapping(self, i: int, indent: int) -> tuple[dict[str, Any], int]:
-        out: dict[str, Any] = {}
-        while (i := self._skip(i)) < len(self.lines) and self._indent(self.lines[i]) == indent:
-            content = self.lines[i].strip()
-            match = _KEY.match(content)
-            if match is None or content.startswith("- "):
-                break
-            key = _scalar(match.group(1))
-            rest = _strip_comment(content[match.end() :]).strip()
-            if rest[:1] in ("|", ">"):
-                out[key], i = self._block_scalar(i, indent, rest)
-                continue
-            if rest:
-                out[key], i = _scalar(rest), i + 1
-                continue
-            j = self._skip(i + 1)
-            nested = j < len(self.lines) and (
-                self._indent(self.lines[j]) > indent
-                or (self._indent(self.lines[j]) == indent and self.lines[j].strip().startswith("- "))
-            )
-            if nested:
-                out[key], i = self._block(j, self._indent(self.lines[j]))
-            else:
-                out[key], i = None, i + 1
-        return out, i
-
-    def _block_scalar(self, i: int, indent: int, header: str) -> tuple[str, int]:
-        body: list[str] = []
-        j = i + 1
-        while j < len(self.lines) and (not self.lines[j].strip() or self._indent(self.lines[j]) > indent):
-            body.append(self.lines[j])
-            j += 1
-        while body and not body[-1].strip():
-            body.pop()
-        width = min((self._indent(b) for b in body if b.strip()), default=0)
-        text_lines = [b[width:] if b.strip() else "" for b in body]
-        if header.startswith(">"):
-            text = re.sub(r"(?<!\n)\n(?!\n)", " ", "\n".join(text_lines)).replace("\n\n", "\n")
-        else:
-            text = "\n".join(text_lines)
-        return (text if header.endswith("-") else text + "\n"), j
-
-
-_KEY = re.compile(r"""((?:"[^"]*")|(?:'[^']*')|[^\s#'"\[\]{},:][^#:]*?):(?:\s+|$)""")
-_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
-
-
-def _strip_comment(text: str) -> str:
-    quote = None
-    for k, ch in enumerate(text):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#" and (k == 0 or text[k - 1] in " \t"):
-            return text[:k]
-    return text
-
-
-def _split_flow(text: str) -> list[str]:
-    parts, quote, current = [], None, ""
-    for ch in text:
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch == ",":
-            parts.append(current)
-            current = ""
-            continue
-        current += ch
-    if current.strip():
-        parts.append(current)
-    return [p.strip() for p in parts]
-
-
-def _scalar(raw: str) -> Any:
-    text = _strip_comment(raw).strip()
-    if text.startswith("[") and text.endswith("]"):
-        return [_scalar(p) for p in _split_flow(text[1:-1])]
-    if text.startswith("{") and text.endswith("}"):
-        return {_scalar(k): _scalar(v) for k, _, v in (p.partition(":") for p in _split_flow(text[1:-1]))}
-    if text.startswith('"') and text.endswith('"') and len(text) >= 2:
-        return json.loads(text)
-    if text.startswith("'") and text.endswith("'") and len(text) >= 2:
-        return text[1:-1].replace("''", "'")
-    if text in ("true", "True"):
-        return True
-    if text in ("false", "False"):
-        return False
-    if text in ("", "~", "null"):
-        return None
-    if _INT.fullmatch(text):
-        return int(text)
-    return text
-
-
-def _mini_yaml_documents(text: str) -> list[Any]:
-    docs: list[list[str]] = [[]]
-    for line in text.splitlines():
-        if line.rstrip() == "---":
-            docs.append([])
-        else:
-            docs[-1].append(line)
-    parsed = [_MiniYaml(lines).parse() for lines in docs]
-    return [d for d in parsed if d is not None]
-
-
-def _pyyaml() -> ModuleType | None:
-    try:
-        import yaml
-    except ImportError:
-        return None
-    return yaml
-
-
 def load_yaml_documents(path: Path) -> list[Any]:
-    """Every document of a YAML file (PyYAML when importable, else the mini reader)."""
-    text = path.read_text(encoding="utf-8")
-    yaml = _pyyaml()
-    if yaml is not None:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    return _mini_yaml_documents(text)
+    """Every document of a YAML file, read with PyYAML's safe loader (empty documents left out)."""
+    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
 
 
 def yaml_files() -> list[Path]:
@@ -253,34 +81,7 @@ def configmap_settings(tmp_path: Path) -> tuple[Settings, list[str]]:
     return load_settings(file)
 
 
-# --- the YAML reader itself -----------------------------------------------------------------------------------------
-
-
-def test_mini_yaml_block_document_parses_every_construct_used_here() -> None:
-    text = (
-        "# comment\na: 1\nb:\n  - x\n  - name: n\n    v: \"q # not a comment\"\n  -\n    k: v\n"
-        "c: [\"p\", q, 3]\nd: |\n  line 1\n\n  line 3\ne: >-\n  one\n  two\nf:\n- s\ng: {}\nh: true # trailing\n"
-        "---\ni: 'it''s'\n"
-    )
-    assert _mini_yaml_documents(text) == [
-        {"a": 1, "b": ["x", {"name": "n", "v": "q # not a comment"}, {"k": "v"}], "c": ["p", "q", 3],
-         "d": "line 1\n\nline 3\n", "e": "one two", "f": ["s"], "g": {}, "h": True},
-        {"i": "it's"},
-    ]  # fmt: skip
-
-
-def test_mini_yaml_unsupported_input_is_refused() -> None:
-    with pytest.raises((ValueError, KeyError, IndexError)):
-        _mini_yaml_documents("a: 1\n  b: 2\n")
-
-
-@pytest.mark.parametrize("path", yaml_files(), ids=lambda p: str(p.relative_to(DEPLOY)))
-def test_mini_yaml_deploy_file_matches_pyyaml(path: Path) -> None:
-    yaml = _pyyaml()
-    if yaml is None:
-        pytest.skip("PyYAML is not installed; the mini reader's own test covers the constructs used")
-    text = path.read_text(encoding="utf-8")
-    assert _mini_yaml_documents(text) == [d for d in yaml.safe_load_all(text) if d is not None]
+# --- YAML files ----------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", yaml_files(), ids=lambda p: str(p.relative_to(DEPLOY)))

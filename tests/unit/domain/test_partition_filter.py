@@ -8,17 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hudi_clusterd.domain.partition_filter import select_partitions
-from hudi_clusterd.domain.policy import ClusteringKey, ClusteringPolicy, parse_policy
+from hudi_clusterd.domain.policy import ClusteringKey
+from tests.builders import make_policy
 
 K = ClusteringKey
 NOON = datetime(2024, 7, 7, 12, 30)
 DAYS = ["2024/01/03", "2024/01/01", "2024/01/05", "2024/01/02", "2024/01/04"]
-
-
-def make_policy(**props: str) -> ClusteringPolicy:
-    """A policy from ClusteringKey member names, e.g. make_policy(PARTITION_FILTER_MODE="RECENT_DAYS")."""
-    policy, _ = parse_policy({ClusteringKey[name].value: value for name, value in props.items()}, source="test")
-    return policy
 
 
 def at_hour(hour: int) -> datetime:

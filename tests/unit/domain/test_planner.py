@@ -8,17 +8,11 @@ from hudi_clusterd.domain.conflicts import find_conflicts, requirements
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering
 from hudi_clusterd.domain.planner import drop_groups, plan_clustering, trigger
-from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
-from tests.builders import make_base_file, make_timeline
+from tests.builders import make_base_file, make_policy, make_timeline
 
 C1 = "20240101000000001"
 MB = 1024 * 1024
 NOW = datetime(2024, 3, 5, 7, 0, 0)
-PFX = "hoodie.clustering.plan.strategy."
-
-
-def policy(**props: str) -> ClusteringPolicy:
-    return parse_policy({k if k.startswith("hoodie.") else PFX + k: v for k, v in props.items()}, source="test")[0]
 
 
 def uri(bf: BaseFile) -> str:
@@ -32,15 +26,15 @@ def view_of(files: dict[str, list[int]], pending: PendingClustering | None = Non
 
 
 def test_trigger_counts_commits_against_async_max_commits() -> None:
-    d = trigger(3, "20240101000000000", policy())
+    d = trigger(3, "20240101000000000", make_policy())
     assert not d.fire and d.explain() == "3 commits since the last clustering (20240101000000000), 4 needed"
-    assert trigger(4, None, policy()).fire
-    assert trigger(0, None, policy(), force=True).fire
-    assert trigger(1, None, policy(**{"hoodie.clustering.async.max.commits": "1"})).fire
+    assert trigger(4, None, make_policy()).fire
+    assert trigger(0, None, make_policy(), force=True).fire
+    assert trigger(1, None, make_policy(**{"hoodie.clustering.async.max.commits": "1"})).fire
 
 
 def test_plan_size_based_groups_largest_first_with_output_counts() -> None:
-    p = policy(**{"max.bytes.per.group": str(100 * MB), "target.file.max.bytes": str(40 * MB)})
+    p = make_policy(**{"max.bytes.per.group": str(100 * MB), "target.file.max.bytes": str(40 * MB)})
     view = view_of({"a": [60 * MB, 30 * MB, 20 * MB, 50 * MB, 10 * MB]})
     plan = plan_clustering(view, p, NOW, uri).plan
     assert plan is not None
@@ -51,14 +45,14 @@ def test_plan_size_based_groups_largest_first_with_output_counts() -> None:
 
 
 def test_plan_excludes_files_at_or_above_small_file_limit() -> None:
-    p = policy(**{"small.file.limit": str(10 * MB)})
+    p = make_policy(**{"small.file.limit": str(10 * MB)})
     plan = plan_clustering(view_of({"a": [10 * MB, 9 * MB, 1 * MB]}), p, NOW, uri).plan
     assert plan is not None and {s.file_id for s in plan.input_groups[0].slices} == {"a-f1", "a-f2"}
 
 
 def test_plan_excludes_groups_in_pending_plans_so_no_group_is_in_two_plans() -> None:
     pending = PendingClustering.from_plans([("20240101000000005", [("a", "a-f0"), ("a", "a-f1")])])
-    result = plan_clustering(view_of({"a": [MB, MB, MB, MB]}, pending), policy(), NOW, uri)
+    result = plan_clustering(view_of({"a": [MB, MB, MB, MB]}, pending), make_policy(), NOW, uri)
     assert result.plan is not None
     claimed = {("a", "a-f0"), ("a", "a-f1")}
     assert not claimed & set(result.plan.group_ids())
@@ -66,7 +60,7 @@ def test_plan_excludes_groups_in_pending_plans_so_no_group_is_in_two_plans() -> 
 
 
 def test_plan_max_num_groups_applies_across_partitions() -> None:
-    p = policy(**{"max.num.groups": "3", "max.bytes.per.group": str(2 * MB)})
+    p = make_policy(**{"max.num.groups": "3", "max.bytes.per.group": str(2 * MB)})
     view = view_of({f"p{i}": [MB, MB, MB, MB] for i in range(4)})  # 2 groups per partition
     plan = plan_clustering(view, p, NOW, uri).plan
     assert plan is not None and len(plan.input_groups) == 3
@@ -75,26 +69,26 @@ def test_plan_max_num_groups_applies_across_partitions() -> None:
 
 def test_plan_single_slice_group_dropped_only_when_single_group_disabled_and_unsorted() -> None:
     view = view_of({"a": [MB], "b": [MB, MB]})
-    on = plan_clustering(view, policy(), NOW, uri).plan
+    on = plan_clustering(view, make_policy(), NOW, uri).plan
     assert on is not None and sorted(g.partition_path for g in on.input_groups) == ["a", "b"]
-    off = plan_clustering(view, policy(**{"single.group.clustering.enabled": "false"}), NOW, uri).plan
+    off = plan_clustering(view, make_policy(**{"single.group.clustering.enabled": "false"}), NOW, uri).plan
     assert off is not None and [g.partition_path for g in off.input_groups] == ["b"]
-    sorted_off = plan_clustering(view, policy(**{"single.group.clustering.enabled": "false",
+    sorted_off = plan_clustering(view, make_policy(**{"single.group.clustering.enabled": "false",
                                                   "sort.columns": "x"}), NOW, uri).plan
     assert sorted_off is not None and len(sorted_off.input_groups) == 2
 
 
 def test_plan_clustering_output_alone_is_not_rewritten_again() -> None:
     view = view_of({"a": [MB], "b": [MB, MB, MB]})
-    result = plan_clustering(view, policy(), NOW, uri, clustered_instants={C1})
+    result = plan_clustering(view, make_policy(), NOW, uri, clustered_instants={C1})
     assert result.plan is None and "clustering output already" in result.reason
 
 
 def test_plan_regex_and_selected_partitions() -> None:
     view = view_of({"2024/01/01": [MB, MB], "2024/01/02": [MB, MB], "2023/12/31": [MB, MB]})
-    by_regex = plan_clustering(view, policy(**{"partition.regex.pattern": "2024/.*"}), NOW, uri).plan
+    by_regex = plan_clustering(view, make_policy(**{"partition.regex.pattern": "2024/.*"}), NOW, uri).plan
     assert by_regex is not None and {g.partition_path for g in by_regex.input_groups} == {"2024/01/01", "2024/01/02"}
-    selected = plan_clustering(view, policy(**{"partition.selected": "2023/12/31"}), NOW, uri).plan
+    selected = plan_clustering(view, make_policy(**{"partition.selected": "2023/12/31"}), NOW, uri).plan
     assert selected is not None and {g.partition_path for g in selected.input_groups} == {"2023/12/31"}
 
 
@@ -111,14 +105,14 @@ def test_plan_regex_and_selected_partitions() -> None:
 )
 def test_plan_partition_filter_modes(props: dict[str, str], expected: set[str]) -> None:
     view = view_of({d: [MB, MB] for d in ("d1", "d2", "d3", "d4")})
-    result = plan_clustering(view, policy(**props), NOW, uri)
+    result = plan_clustering(view, make_policy(**props), NOW, uri)
     got = {g.partition_path for g in result.plan.input_groups} if result.plan else set()
     assert got == expected
 
 
 def test_plan_day_rolling_picks_partition_of_the_hour() -> None:
     view = view_of({f"d{i:02d}": [MB, MB] for i in range(10)})
-    result = plan_clustering(view, policy(**{"hoodie.clustering.plan.partition.filter.mode": "DAY_ROLLING"}),
+    result = plan_clustering(view, make_policy(**{"hoodie.clustering.plan.partition.filter.mode": "DAY_ROLLING"}),
                              NOW, uri)
     assert result.plan is not None and {g.partition_path for g in result.plan.input_groups} == {"d07"}
 
@@ -127,7 +121,7 @@ def test_plan_overlap_grouping_keeps_disjoint_ranges_apart() -> None:
     view = view_of({"a": [MB] * 6})
     ranges = {"a-f0": (0, 10), "a-f1": (5, 15), "a-f2": (100, 110), "a-f3": (105, 120), "a-f4": (50, 60),
               "a-f5": (12, 20)}
-    p = policy(**{"sort.columns": "x", "max.bytes.per.group": str(3 * MB)})
+    p = make_policy(**{"sort.columns": "x", "max.bytes.per.group": str(3 * MB)})
     plan = plan_clustering(view, p, NOW, uri, ranges=lambda bf: ranges[bf.file_id]).plan
     assert plan is not None
     groups = sorted(sorted(s.file_id for s in g.slices) for g in plan.input_groups)
@@ -144,7 +138,7 @@ def test_plan_overlap_grouping_keeps_disjoint_ranges_apart() -> None:
 
 
 def test_plan_records_slices_with_full_uri_and_sort_params() -> None:
-    plan = plan_clustering(view_of({"a": [MB, MB]}), policy(**{"sort.columns": "x,y"}), NOW, uri).plan
+    plan = plan_clustering(view_of({"a": [MB, MB]}), make_policy(**{"sort.columns": "x,y"}), NOW, uri).plan
     assert plan is not None
     s = plan.input_groups[0].slices[0]
     assert s.data_file_path.startswith("file:/t/a/") and s.bootstrap_file_path == "" and s.delta_file_paths == ()
@@ -155,7 +149,7 @@ def test_plan_records_slices_with_full_uri_and_sort_params() -> None:
 
 def test_lost_groups_are_dropped_before_saving() -> None:
     view = view_of({"a": [MB, MB], "b": [MB, MB]})
-    plan = plan_clustering(view, policy(), NOW, uri).plan
+    plan = plan_clustering(view, make_policy(), NOW, uri).plan
     assert plan is not None
     newer = FileSystemView(view.timeline, [*(sl.base_file for sl in view.latest_file_slices()),
                                              make_base_file("a", "a-f0", "20240101000000002")],

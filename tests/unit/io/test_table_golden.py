@@ -7,16 +7,7 @@ from pathlib import Path
 import pytest
 
 from hudi_clusterd.io.table import HoodieTable
-
-V6_TABLES = [
-    "v6_complexkeygen_hivestyle",
-    "v6_empty",
-    "v6_nonpartitioned",
-    "v6_simplekeygen_hivestyle_no_metafields",
-    "v6_simplekeygen_nonhivestyle",
-    "v6_simplekeygen_nonhivestyle_overwritetable",
-    "v6_timebasedkeygen_nonhivestyle",
-]
+from tests.support import V6_TABLES
 
 
 def _theirs(base: Path, as_of: str | None = None) -> list[tuple[str, str, str]]:

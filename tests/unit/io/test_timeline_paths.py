@@ -1,5 +1,5 @@
 """Paths read from the timeline never lead a write or a delete out of the table: plan slices, markers (see
-``test_hostile_input``), commit write stats and replaced partitions are checked when decoded, and an instant
+``test_rollback_hostile``), commit write stats and replaced partitions are checked when decoded, and an instant
 naming any other path is refused with an error naming it."""
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
-from hudi_clusterd.domain.policy import parse_policy
 from hudi_clusterd.io.heartbeat import heartbeat_path
 from hudi_clusterd.io.markers import create_marker
 from hudi_clusterd.io.table import HoodieTable
@@ -34,7 +33,7 @@ from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
-from tests.builders import TableGen
+from tests.builders import TableGen, make_policy
 
 FILE_ID = "00000000-0000-0000-0000-000000000000-0"
 
@@ -49,7 +48,7 @@ def _scheduled(tmp_path: Path) -> tuple[HoodieTable, PendingPlan]:
     gen = TableGen(tmp_path / "t")
     for i in range(4):
         gen.commit({"p1": [float(i)], "p2": [float(i)]})
-    scheduled = schedule(gen.table, parse_policy({}, source="test")[0])
+    scheduled = schedule(gen.table, make_policy())
     assert scheduled.pending is not None
     return gen.table, scheduled.pending
 

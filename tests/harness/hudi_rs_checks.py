@@ -4,14 +4,16 @@ look at (write stats, partition metadata, footers, leftovers). See ../shared/doc
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hudi import HudiReadOptions, HudiTableBuilder
+from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
 
 from hudi_clusterd.domain.file_group import BaseFile
+from hudi_clusterd.io.table import HoodieTable
 
 
 def hudi_table(base: Path) -> Any:
@@ -19,14 +21,34 @@ def hudi_table(base: Path) -> Any:
     return HudiTableBuilder.from_base_uri(str(base)).build()
 
 
-def hudi_rs_rows(base: Path, cols: list[str], key: str, as_of: str | None = None) -> list[dict[str, Any]]:
+def hudi_rs_rows(base: Path, cols: list[str] | None = None, key: str | Callable[[dict[str, Any]], Any] | None = None,
+                 as_of: str | None = None) -> list[dict[str, Any]]:
+    """The snapshot hudi-rs reads (as of ``as_of`` when given): the columns ``cols`` (all when None), sorted by
+    the column or function ``key`` (when None: by record key, or by ``id`` in a table without meta fields)."""
     opts = HudiReadOptions()
     if as_of:
         opts = opts.with_as_of_timestamp(as_of)
     batches = hudi_table(base).read(opts)
     if not batches:
         return []
-    return sorted(pa.Table.from_batches(batches).select(cols).to_pylist(), key=lambda r: r[key])
+    table = pa.Table.from_batches(batches)
+    rows = (table if cols is None else table.select(cols)).to_pylist()
+    if callable(key):
+        return sorted(rows, key=key)
+    if key is not None:
+        return sorted(rows, key=lambda r: r[key])
+    return sorted(rows, key=lambda r: str(r.get("_hoodie_record_key") or r.get("id")))
+
+
+def hudi_rs_incremental(base: Path, start: str, end: str) -> list[pa.RecordBatch]:
+    """What hudi-rs's incremental query reads of the commits after ``start`` up to ``end``."""
+    opts = HudiReadOptions().with_query_type(HudiQueryType.Incremental).with_start_timestamp(start) \
+        .with_end_timestamp(end)
+    return list(hudi_table(base).read(opts))
+
+
+def without_file_name(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in rows]
 
 
 def assert_meta_consistent(base: Path) -> int:
@@ -87,9 +109,21 @@ def assert_table_layout(base: Path, *, meta_fields: bool = True) -> None:
                 and ".rollback" not in p.name], "pending instants left behind"
 
 
-def assert_no_orphan_files(base: Path) -> int:
+def data_files(base: Path) -> set[Path]:
+    return {p for p in base.rglob("*.parquet") if ".hoodie" not in p.parts}
+
+
+def completed_clusterings(base: Path) -> list[str]:
+    """Times of the completed replacecommits whose operation is a clustering, in order."""
+    return sorted(f.name.split(".")[0] for f in (base / ".hoodie").glob("*.replacecommit")
+                  if json.loads(f.read_text()).get("operationType") == "CLUSTER")
+
+
+def assert_no_orphan_files(base: Path, *, at_rest: bool = False) -> int:
     """Every data file is named by a write stat of a completed commit or replacecommit (files of failed or
-    rolled-back attempts are gone; replaced file groups stay until a cleaner runs). Returns how many are named."""
+    rolled-back attempts are gone; replaced file groups stay until a cleaner runs), so it also belongs to a
+    completed instant. ``at_rest``: also no marker is left and no commit is pending. Returns how many files are
+    named."""
     referenced: set[str] = set()
     hoodie = base / ".hoodie"
     for f in [*hoodie.glob("*.commit"), *hoodie.glob("*.replacecommit")]:
@@ -98,6 +132,15 @@ def assert_no_orphan_files(base: Path) -> int:
     orphans = sorted(rel for f in base.rglob("*.parquet")
                      if not (rel := f.relative_to(base).as_posix()).startswith(".hoodie") and rel not in referenced)
     assert not orphans, f"{len(orphans)} orphan data file(s), named by no completed commit: {orphans[:5]}"
+    if at_rest:
+        table = HoodieTable.open(str(base))
+        timeline = table.timeline()
+        completed = {i.time for i in timeline.completed()}
+        for f in data_files(base):
+            instant = f.name.rsplit("_", 1)[-1].split(".")[0]
+            assert instant in completed, f"orphan data file {f} of instant {instant}"
+        assert not list((hoodie / ".temp").glob("*/*")), "markers left behind"
+        assert not any(i.is_pending for i in timeline if i.action.value == "commit"), "commit stuck pending"
     return len(referenced)
 
 

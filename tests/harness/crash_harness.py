@@ -31,15 +31,16 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from hudi_clusterd.domain.file_group import FileGroupId
-from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
+from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import CommitConflictError
 from hudi_clusterd.io.avro import decode_requested_replace
 from hudi_clusterd.io.bloom import BloomSettings
 from hudi_clusterd.io.lock import LOCK_FILE, LockOptions, TableLock
 from hudi_clusterd.io.table import HoodieTable
-from tests.integration.daemon_harness import write_props
-from tests.integration.hudi_rs_checks import assert_meta_consistent, assert_no_orphan_files, hudi_rs_rows
+from tests.builders import make_policy
+from tests.harness.daemon_harness import write_props
+from tests.harness.hudi_rs_checks import assert_meta_consistent, assert_no_orphan_files, hudi_rs_rows
 
 LOCK_STALE_S = 4.0
 POLL_INTERVAL_S = 1
@@ -61,7 +62,7 @@ Event = dict[str, Any]
 
 
 def crash_policy(parallelism: int = 2) -> ClusteringPolicy:
-    return parse_policy({**POLICY, "hoodie.clustering.max.parallelism": str(parallelism)}, source="crash")[0]
+    return make_policy(**POLICY, **{"hoodie.clustering.max.parallelism": str(parallelism)})
 
 
 def write_crash_props(path: Path, base: Path, port: int, *, parallelism: int = 2, **extra: str) -> None:

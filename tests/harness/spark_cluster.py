@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.support import free_port
 
 
 class ClusterUnavailable(RuntimeError):
@@ -25,12 +26,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_logged(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -60,7 +55,7 @@ def standalone_cluster(workdir: Path, cores: int = 2, memory: str = "1g", timeou
     if not spark_class.exists() or shutil.which("java") is None:
         raise ClusterUnavailable("pyspark's bin/spark-class or java is not available")
     workdir.mkdir(parents=True, exist_ok=True)
-    port, ui, worker_ui = _free_port(), _free_port(), _free_port()
+    port, ui, worker_ui = free_port(), free_port(), free_port()
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_MASTER_HOST": "127.0.0.1",
            "PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(workdir / "work"),
            "SPARK_LOCAL_DIRS": str(workdir / "local")}

@@ -7,19 +7,14 @@ import json
 from pathlib import Path
 
 import fastavro
-import pyarrow as pa
 import pytest
 
 from hudi_clusterd.cli import main
-from hudi_clusterd.domain.policy import parse_policy
 from hudi_clusterd.errors import ConfigError
 from hudi_clusterd.ops.schedule import schedule
-from tests.builders import TableGen
+from tests.builders import TableGen, make_policy
+from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.support import require_shared
-
-
-def _policy(**props: str):  # type: ignore[no-untyped-def]
-    return parse_policy(props, source="test")[0]
 
 
 def _table_with_commits(tmp_path: Path, n: int) -> TableGen:
@@ -36,7 +31,7 @@ def _timeline_files(base: Path) -> list[str]:
 def test_schedule_trigger_not_met_writes_nothing_and_says_why(tmp_path: Path) -> None:
     gen = _table_with_commits(tmp_path, 3)
     before = _timeline_files(gen.base)
-    result = schedule(gen.table, _policy())
+    result = schedule(gen.table, make_policy())
     assert result.instant is None
     assert result.reason == "3 commits since the table was created (never clustered), 4 needed"
     assert _timeline_files(gen.base) == before
@@ -46,7 +41,7 @@ def test_schedule_writes_plan_readable_with_hudi_writer_schema(tmp_path: Path) -
     ref = require_shared("reference", "hudi-avro", "HoodieRequestedReplaceMetadata.writer-schema.json")
     gen = _table_with_commits(tmp_path, 4)
     newest_before = max(n for n in _timeline_files(gen.base) if n[0].isdigit())[:17]
-    result = schedule(gen.table, _policy())
+    result = schedule(gen.table, make_policy())
     assert result.instant is not None and result.instant > newest_before
     data = (gen.base / ".hoodie" / f"{result.instant}.replacecommit.requested").read_bytes()
     (record,) = fastavro.reader(io.BytesIO(data), reader_schema=fastavro.parse_schema(json.loads(ref.read_text())))
@@ -59,23 +54,21 @@ def test_schedule_writes_plan_readable_with_hudi_writer_schema(tmp_path: Path) -
 
 
 def test_schedule_pending_plan_keeps_table_readable_by_hudi_rs(tmp_path: Path) -> None:
-    from hudi import HudiTableBuilder
-
     gen = _table_with_commits(tmp_path, 4)
-    assert schedule(gen.table, _policy()).instant is not None
-    rows = pa.Table.from_batches(HudiTableBuilder.from_base_uri(str(gen.base)).build().read()).to_pylist()
+    assert schedule(gen.table, make_policy()).instant is not None
+    rows = hudi_rs_rows(gen.base)
     keys = [r["_hoodie_record_key"] for r in rows]
     assert len(keys) == 12 and len(set(keys)) == 12
 
 
 def test_schedule_pending_plan_counts_as_last_clustering_and_no_group_in_two_plans(tmp_path: Path) -> None:
     gen = _table_with_commits(tmp_path, 4)
-    first = schedule(gen.table, _policy())
+    first = schedule(gen.table, make_policy())
     assert first.instant is not None and first.plan is not None
-    again = schedule(gen.table, _policy())
+    again = schedule(gen.table, make_policy())
     assert again.instant is None and again.reason.startswith("0 commits since the last clustering")
     gen.commit({"p1": [99.0], "p2": [98.0]})
-    forced = schedule(gen.table, _policy(), force=True)
+    forced = schedule(gen.table, make_policy(), force=True)
     assert forced.plan is not None and forced.instant is not None
     assert not set(first.plan.group_ids()) & set(forced.plan.group_ids())
     assert len(gen.table.pending_clustering_plans()) == 2
@@ -85,7 +78,7 @@ def test_schedule_missing_sort_column_fails_and_timeline_untouched(tmp_path: Pat
     gen = _table_with_commits(tmp_path, 4)
     before = _timeline_files(gen.base)
     with pytest.raises(ConfigError, match="'nope' is not in the table schema"):
-        schedule(gen.table, _policy(**{"hoodie.clustering.plan.strategy.sort.columns": "x,nope"}))
+        schedule(gen.table, make_policy(**{"hoodie.clustering.plan.strategy.sort.columns": "x,nope"}))
     assert _timeline_files(gen.base) == before
 
 
@@ -96,7 +89,7 @@ def test_schedule_sort_columns_group_overlapping_footer_ranges(tmp_path: Path) -
     small_groups = {"hoodie.clustering.plan.strategy.sort.columns": "x",
                     "hoodie.clustering.plan.strategy.max.bytes.per.group": str(
                         2 * max(p.stat().st_size for p in (gen.base / "p1").glob("*.parquet")))}
-    result = schedule(gen.table, _policy(**small_groups))
+    result = schedule(gen.table, make_policy(**small_groups))
     assert result.plan is not None
     groups = [sorted(s.file_id for s in g.slices) for g in result.plan.input_groups]
     assert len(groups) == 2 and all(len(g) == 2 for g in groups)
@@ -128,7 +121,7 @@ def test_cli_schedule_bad_props_lists_every_bad_key(tmp_path: Path, capsys: pyte
 
 def test_cli_plans_lists_pending_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gen = _table_with_commits(tmp_path, 4)
-    instant = schedule(gen.table, _policy()).instant
+    instant = schedule(gen.table, make_policy()).instant
     assert main(["plans", "--base-path", str(gen.base), "--json"]) == 0
     (plan,) = json.loads(capsys.readouterr().out)
     assert plan["instant"] == instant and plan["state"] == "requested" and plan["slices"] == 8
