@@ -123,6 +123,9 @@ def test_daemon_sigterm_during_group_exits_with_documented_code_and_restart_reco
         wait_for(lambda: len(completed_clusterings(gen.base)) == 1
                  and not HoodieTable.open(str(gen.base)).pending_clustering_plans(), 180,
                  "one completed clustering and no pending plan after the restart", restart.proc)
+        # a clustering removes its markers just after its commit: stop the daemon the way operators do
+        restart.signal(signal.SIGTERM)
+        assert restart.wait(timeout=60) == EXIT_OK
     finally:
         restart.stop()
     assert without_file_name(hudi_rs_rows(gen.base)) == before
