@@ -209,7 +209,7 @@ def test_hudi_reads_the_tables_we_write_and_cluster(apache_hudi: HudiWorker, our
     assert keyed(theirs, record_key, ours.snapshot.column_names) == keyed(ours.snapshot, record_key)
     assert {f.name: f.type for f in theirs.schema} == {f.name: f.type for f in ours.snapshot.schema}
     written = {fid for _, fid in ours.clustered.written}
-    assert {name.split("_", 1)[0] for name in theirs.column("_hoodie_file_name").to_pylist()} <= written
+    assert {name.split("_", 1)[0] for name in theirs.column("_hoodie_file_name").to_pylist()} == written
     # And every row kept the commit time and sequence number it had before the clustering
     meta = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_partition_path"]
     assert keyed(theirs, record_key, meta) == keyed(ours.before, record_key, meta)
