@@ -1,6 +1,7 @@
 """Builders for test data (not fixtures): instants, timelines, base files, clustering policies and plans, a
-hypothesis strategy of JSON-like values, and small real Hudi v6 copy-on-write tables written without Spark
-(`TableGen`).
+hypothesis strategy of JSON-like values, small real Hudi v6 copy-on-write tables written without Spark
+(`TableGen`), rows of the golden tables' schema (`golden_rows`), and tables our Spark writer wrote and our
+clustering clustered (`write_and_cluster`).
 
 `TableGen` writes one new file group per partition given per commit, with the meta columns, footers and commit
 JSON a Hudi writer produces. Data columns: ``id`` (record key), ``x`` (float), ``part`` (partition field).
@@ -11,7 +12,9 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -182,3 +185,89 @@ def valid_plan_meta() -> RequestedReplaceMetadata:
                    for i in range(2))
     group = ClusteringGroup(slices, 1, {"TOTAL_IO_READ_MB": 1.0})
     return RequestedReplaceMetadata.for_plan(ClusteringPlan((group,), ClusteringStrategy("S", {"k": "v"})))
+
+
+# --- rows of the golden tables' schema ------------------------------------------------------------------------
+
+# The data columns of the golden v6 tables (``../shared/reference/hudi-tables``): scalars of every kind, a
+# decimal, a date, a timestamp, binary, an array of structs, a map of structs and a struct holding a struct.
+GOLDEN_ARRAY_ITEM = pa.struct([("arr_struct_f1", pa.string()), ("arr_struct_f2", pa.int32())])
+GOLDEN_MAP_VALUE = pa.struct([("map_field_value_struct_f1", pa.float64()), ("map_field_value_struct_f2", pa.bool_())])
+GOLDEN_SCHEMA = pa.schema([
+    ("id", pa.int32()), ("name", pa.string()), ("isActive", pa.bool_()), ("shortField", pa.int32()),
+    ("intField", pa.int32()), ("longField", pa.int64()), ("floatField", pa.float32()), ("doubleField", pa.float64()),
+    ("decimalField", pa.decimal128(10, 5)), ("dateField", pa.date32()), ("timestampField", pa.timestamp("us", "UTC")),
+    ("binaryField", pa.binary()), ("arrayField", pa.list_(GOLDEN_ARRAY_ITEM)),
+    ("mapField", pa.map_(pa.string(), GOLDEN_MAP_VALUE)),
+    ("structField", pa.struct([("field1", pa.string()), ("field2", pa.int32()), ("child_struct", pa.struct(
+        [("child_field1", pa.float64()), ("child_field2", pa.bool_())]))])),
+    ("byteField", pa.int32()),
+])
+
+
+def golden_rows(ids: Sequence[int], *, version: int = 0, partitions: Sequence[int] = (10, 20)) -> pa.Table:
+    """Rows of :data:`GOLDEN_SCHEMA` keyed by ``id``, partitioned (``byteField``) by ``id`` over ``partitions``,
+    ordered (``longField``, the golden tables' precombine field) by ``version``. Values depend on ``id`` and
+    ``version`` only; every fifth row has nulls in ``doubleField``, ``decimalField`` and a nested field, every
+    seventh an empty array and a null map."""
+    import datetime as dt
+    from decimal import Decimal
+
+    out = []
+    for i in ids:
+        v = version
+        out.append({
+            "id": i, "name": f"n{i}v{v}", "isActive": (i + v) % 2 == 0, "shortField": 300 + i, "intField": 15_000 + i,
+            "longField": 1_000_000 * v + i, "floatField": float(i) / 4 + v, "doubleField": None if i % 5 == 0 else
+            (i * 7919 % 101) / 3 + v, "decimalField": None if i % 5 == 0 else Decimal(f"{i * 37 + v}.{i:05d}"),
+            "dateField": dt.date(2024, 1, 1) + dt.timedelta(days=(i * 13 + v) % 60),
+            "timestampField": dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=i * 97 + v),
+            "binaryField": f"b{i}.{v}".encode(),
+            "arrayField": [] if i % 7 == 0 else [{"arr_struct_f1": f"a{i}", "arr_struct_f2": i + v},
+                                                 {"arr_struct_f1": None, "arr_struct_f2": -i}],
+            "mapField": None if i % 7 == 0 else [("k1", {"map_field_value_struct_f1": i / 8 + v,
+                                                         "map_field_value_struct_f2": i % 3 == 0}),
+                                                 ("k2", {"map_field_value_struct_f1": None,
+                                                         "map_field_value_struct_f2": None})],
+            "structField": {"field1": f"s{i}", "field2": i * v, "child_struct": None if i % 5 == 0 else
+                            {"child_field1": i + v / 10, "child_field2": i % 2 == 1}},
+            "byteField": partitions[i % len(partitions)],
+        })
+    return pa.Table.from_pylist(out, schema=GOLDEN_SCHEMA)
+
+
+# --- tables our Spark writer wrote and our clustering clustered -----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ClusteredTable:
+    """A table written by our ingestion writer (one commit per batch), then clustered once by our clustering."""
+
+    base: Path
+    commits: tuple[str, ...]
+    clustering: str
+    rows: pa.Table  # every row written, in batch order (the batches have distinct keys)
+    replaced: frozenset[tuple[str, str]]  # (partition, file id) of the file groups the clustering replaced
+    written: frozenset[tuple[str, str]]  # (partition, file id) of the file groups the clustering wrote
+
+
+def write_and_cluster(spark: Any, base: Path, config: TableConfig, batches: Sequence[pa.Table],
+                      clustering: Mapping[str, str]) -> ClusteredTable:
+    """Create the table, ``insert`` each batch as one commit with our Spark writer, then schedule and execute one
+    clustering of every file group with the policy ``clustering`` (``make_policy`` keywords) on ``spark``."""
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
+    from hudi_clusterd.engine.ingest.writer import insert
+    from hudi_clusterd.ops.execute import execute_pending
+    from hudi_clusterd.ops.schedule import schedule
+
+    table = HoodieTable.create(str(base), config)
+    commits = tuple(insert(spark, table, spark.createDataFrame(batch), parallelism=2) for batch in batches)
+    policy = make_policy(**clustering)
+    scheduled = schedule(table, policy, force=True)
+    assert scheduled.instant is not None and scheduled.plan is not None, scheduled.reason
+    result = execute_pending(table, SparkGroupRunner(spark, owns_session=False), scheduled.instant,
+                             parallelism=policy.max_parallelism)
+    assert result.outcome == "completed", result.message
+    return ClusteredTable(
+        base, commits, result.instant, pa.concat_tables(batches), frozenset(scheduled.plan.group_ids()),
+        frozenset((ws.partition_path or "", ws.file_id) for ws in result.write_stats))

@@ -1,4 +1,5 @@
-"""Test-wide fixtures: the ../shared folder, golden Hudi tables, and a hermetic hudi-rs configuration."""
+"""Test-wide fixtures: the ../shared folder, golden Hudi tables, a hermetic hudi-rs configuration, and the session's
+SparkSession (used by the integration and the Apache Hudi tests)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import pytest
 
@@ -38,6 +39,21 @@ def golden_copy(golden_tables: Path, tmp_path: Path):  # type: ignore[no-untyped
         return dest
 
     return _copy
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local[2] SparkSession (the daemon's PySpark) for the whole test session."""
+    from hudi_clusterd.engine.session import get_or_create_session
+
+    session = get_or_create_session(
+        "local[2]",
+        app_name="hudi-clusterd-tests",
+        conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"},
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
 
 
 @pytest.fixture(autouse=True, scope="session")
