@@ -200,6 +200,11 @@ class HudiWorker:
                 log.write(line)
                 log.flush()
 
+    @property
+    def log_path(self) -> Path:
+        """The file the worker's stderr (Spark and Hudi logs) is appended to."""
+        return self._log_path
+
     def stderr_tail(self, lines: int = 25) -> str:
         """The last lines the worker wrote to stderr (Spark and Hudi logs)."""
         return "\n".join(list(self._stderr_tail)[-lines:])
@@ -398,8 +403,10 @@ class HudiWorker:
         options: Mapping[str, str],
         max_files_per_trigger: int = 1,
         trigger_seconds: float | None = None,
+        source_format: Literal["parquet", "json"] = "parquet",
     ) -> dict[str, Any]:
-        """Stream parquet files dropped into ``source_dir`` into the Hudi table at ``base_path``."""
+        """Stream files dropped into ``source_dir`` (parquet, or JSON lines typed by the parquet ``schema_from``)
+        into the Hudi table at ``base_path``."""
         return self.request(
             "stream_start",
             name=name,
@@ -410,6 +417,7 @@ class HudiWorker:
             options=dict(options),
             max_files_per_trigger=max_files_per_trigger,
             trigger_seconds=trigger_seconds,
+            source_format=source_format,
         )
 
     def stream_status(self, name: str, *, wait_for_batches: int | None = None, timeout: float = 120) -> dict[str, Any]:

@@ -295,15 +295,20 @@ class Worker:
         return {"columns": list(df.columns), "rows": [_jsonable(r.asDict(recursive=True)) for r in rows]}
 
     def stream_start(self, req: dict[str, Any]) -> dict[str, Any]:
-        """File source (parquet dropped into a folder) to a Hudi sink, one file per micro-batch by default."""
+        """File source (parquet or JSON-lines files dropped into a folder) to a Hudi sink, one file per micro-batch
+        by default. The schema is read from the parquet file ``schema_from``."""
         name = str(_need(req, "name"))
         if name in self.streams and self.streams[name].query.isActive:
             raise RequestError(f"stream {name!r} is already running")
+        source_format = str(req.get("source_format") or "parquet")
+        if source_format not in ("parquet", "json"):
+            raise RequestError(f"unknown source_format {source_format!r}; known: parquet, json")
         schema = self.spark.read.parquet(str(_need(req, "schema_from"))).schema
         source = (
             self.spark.readStream.schema(schema)
             .option("maxFilesPerTrigger", str(req.get("max_files_per_trigger", 1)))
-            .parquet(str(_need(req, "source")))
+            .format(source_format)
+            .load(str(_need(req, "source")))
         )
         writer = (
             source.writeStream.format("hudi")
