@@ -82,6 +82,20 @@ HUDI_1_2 = HudiSetup(
 
 SETUPS: tuple[HudiSetup, ...] = (HUDI_0_15, HUDI_1_2)
 
+# How writers treat upserts into file groups under a pending clustering plan of the daemon's: let them through
+# (the default SparkRejectUpdateStrategy fails them), never roll the plan back, and resolve conflicts preferring
+# the writer (with the default Simple strategy Hudi 1.2 fails them at its commit, counting every pending plan as a
+# concurrent writer); the daemon leaves the moved group out when it commits (tests/interop/test_update_strategies.py).
+ALLOW_UPDATES_OPTIONS: Mapping[str, str] = _frozen(
+    {
+        "hoodie.clustering.updates.strategy":
+            "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy",
+        "hoodie.clustering.rollback.pending.replacecommit.on.conflict": "false",
+        "hoodie.write.lock.conflict.resolution.strategy":
+            "org.apache.hudi.client.transaction.PreferWriterConflictResolutionStrategy",
+    }
+)
+
 # What the project tells users to set on every Hudi writer that shares a table with the daemon.
 PROJECT_WRITER_OPTIONS: Mapping[str, str] = _frozen(
     {
@@ -93,6 +107,7 @@ PROJECT_WRITER_OPTIONS: Mapping[str, str] = _frozen(
         "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
         "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
         "hoodie.cleaner.policy.failed.writes": "LAZY",
+        **ALLOW_UPDATES_OPTIONS,
     }
 )
 

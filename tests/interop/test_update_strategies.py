@@ -1,0 +1,126 @@
+"""F14: what Apache Hudi's update strategies do to an upsert into a file group under a pending plan of ours.
+
+Each test runs once per Hudi setup. Hudi writes a table in three inserts (two new file groups each, in p1 and p2);
+``hudi-clusterd schedule --force`` plans them (one group per partition); then Hudi upserts keys of p1 while the
+plan is pending, and ``hudi-clusterd execute`` runs the plan.
+
+- Hudi's default ``SparkRejectUpdateStrategy`` fails the upsert (``HoodieClusteringUpdateException``).
+- ``SparkAllowUpdateStrategy`` with ``hoodie.clustering.rollback.pending.replacecommit.on.conflict=false`` lets the
+  upsert through the update check, and what happens at the writer's own commit depends on its conflict resolution
+  strategy (the versions differ, see the tests); with ``PreferWriterConflictResolutionStrategy`` the upsert commits
+  on both versions, and our clustering, at its commit, leaves out the group the upsert moved: no update is lost or
+  duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness.apache_hudi import HudiRequestError, HudiWorker, hudi_write_options
+from tests.harness.hudi_versions import ALLOW_UPDATES_OPTIONS, HUDI_0_15, HUDI_1_2
+from tests.integration.hudi_rs_checks import hudi_rs_rows
+from tests.interop.test_plans_and_table_services import SCHEMA, by_key, clusterd, expected, replacecommits, rows
+
+pytestmark = pytest.mark.hudi
+
+REJECT = "org.apache.hudi.client.clustering.update.strategy.SparkRejectUpdateStrategy"
+SIMPLE_RESOLUTION = "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy"
+UPDATES_STRATEGY = "hoodie.clustering.updates.strategy"
+RESOLUTION_STRATEGY = "hoodie.write.lock.conflict.resolution.strategy"
+
+
+def writer(apache_hudi: HudiWorker, **extra: str) -> dict[str, str]:
+    """The writer settings, one new file group per insert per partition, and ``extra`` (dots as ``__``)."""
+    options = hudi_write_options(apache_hudi.setup, "events", record_key="id", partition_path="part",
+                                 precombine="ts", extra={"hoodie.parquet.small.file.limit": "0"})
+    options.update({k.replace("__", "."): v for k, v in extra.items()})
+    return options
+
+
+def causes(err: HudiRequestError) -> str:
+    return "\n".join([str(err.java_class), *err.causes, str(err.error.get("detail", ""))])
+
+
+def p1_updates(batches: list[list[dict[str, Any]]], tag: int) -> list[dict[str, Any]]:
+    """New values for every key of p1 from the first insert (its file group is in the plan)."""
+    return [{**r, "val": r["val"] + 1000 * tag, "ts": 100 + tag} for r in batches[0] if r["part"] == "p1"]
+
+
+@pytest.fixture
+def planned(apache_hudi: HudiWorker, tmp_path: Path) -> tuple[Path, list[list[dict[str, Any]]], str]:
+    """Three inserts by Hudi, then a pending plan of ours over all six file groups."""
+    base = tmp_path / "events"
+    batches = [rows(b) for b in range(3)]
+    for batch in batches:
+        apache_hudi.write(batch, base, {**writer(apache_hudi), "hoodie.datasource.write.operation": "insert"},
+                          schema=SCHEMA)
+    out = clusterd("schedule", "--base-path", str(base), "--force")
+    instant = out.split("scheduled clustering ", 1)[1].split(":", 1)[0]
+    assert (base / ".hoodie" / f"{instant}.replacecommit.requested").exists()
+    return base, batches, instant
+
+
+def test_allow_strategy_with_simple_resolution(
+        apache_hudi: HudiWorker, planned: tuple[Path, list[list[dict[str, Any]]], str]) -> None:
+    base, batches, instant = planned
+    # When Hudi upserts keys of a planned file group with SparkAllowUpdateStrategy, no rollback of pending
+    # clustering, and its default conflict resolution strategy (SimpleConcurrentFileWritesConflictResolutionStrategy)
+    options = writer(apache_hudi, **ALLOW_UPDATES_OPTIONS)
+    options[RESOLUTION_STRATEGY] = SIMPLE_RESOLUTION
+    update = p1_updates(batches, 1)
+    if apache_hudi.setup is HUDI_0_15:
+        # Then Hudi 0.15 commits it: its OCC check only considers clustering plans requested after the write began
+        apache_hudi.write(update, base, options, schema=SCHEMA)
+        batches.append(update)
+    else:
+        assert apache_hudi.setup is HUDI_1_2
+        # Then Hudi 1.2 fails it at its own commit: on a version-6 table it counts every pending clustering plan
+        # as a concurrent writer of the plan's file groups, whatever its instant time
+        with pytest.raises(HudiRequestError) as err:
+            apache_hudi.write(update, base, options, schema=SCHEMA)
+        assert "HoodieWriteConflictException" in causes(err.value), causes(err.value)
+        # (its data files stay behind, uncommitted, with their markers: our commit sees them being written)
+    assert_plan_commits_without_the_moved_group(apache_hudi, base, batches, instant)
+
+
+def test_reject_strategy_fails_the_upsert_and_allow_with_prefer_writer_lets_it_win(
+        apache_hudi: HudiWorker, planned: tuple[Path, list[list[dict[str, Any]]], str]) -> None:
+    base, batches, instant = planned
+    update = p1_updates(batches, 1)
+    # When Hudi, with its default update strategy (set explicitly here), upserts keys of a planned file group
+    with pytest.raises(HudiRequestError) as err:
+        apache_hudi.write(update, base, writer(apache_hudi, **{UPDATES_STRATEGY: REJECT}), schema=SCHEMA)
+    # Then the write fails on both versions, with Hudi's exception for updates to file groups under clustering
+    assert "HoodieClusteringUpdateException" in causes(err.value), causes(err.value)
+    assert "Not allowed to update the clustering file group" in causes(err.value)
+    assert by_key(apache_hudi.read(base)) == expected(batches)
+    # When Hudi upserts the same keys with the settings the README gives (SparkAllowUpdateStrategy, no rollback
+    # of pending clustering, PreferWriterConflictResolutionStrategy)
+    apache_hudi.write(update, base, writer(apache_hudi, **ALLOW_UPDATES_OPTIONS), schema=SCHEMA)
+    batches.append(update)
+    # Then the upsert commits on both versions, and our clustering, at its commit, leaves out the moved group
+    assert_plan_commits_without_the_moved_group(apache_hudi, base, batches, instant)
+
+
+def assert_plan_commits_without_the_moved_group(apache_hudi: HudiWorker, base: Path,
+                                                batches: list[list[dict[str, Any]]], instant: str) -> None:
+    out = clusterd("execute", "--base-path", str(base), "--instant", instant)
+    assert f"completed {instant}: 3 files" in out, out  # p2's group only
+    meta = replacecommits(base)[instant]
+    assert meta["operationType"] == "CLUSTER"
+    assert set(meta["partitionToReplaceFileIds"]) == {"p2"}, json.dumps(meta)[:2000]
+    assert meta["extraMetadata"].get("hudi-clusterd.groups.dropped") is not None
+    # And every key reads once with its latest value, through Hudi and through hudi-rs
+    want = expected(batches)
+    assert by_key(apache_hudi.read(base)) == want
+    got = {r["id"]: (r["part"], r["val"], r["ts"]) for r in hudi_rs_rows(base, ["id", "part", "val", "ts"], "id")}
+    assert got == want
+    # And a later Hudi upsert of the same keys (after our clustering) still lands once
+    again = [{**r, "val": r["val"] + 1, "ts": 300} for r in batches[0]]
+    apache_hudi.write(again, base, writer(apache_hudi, **ALLOW_UPDATES_OPTIONS), schema=SCHEMA)
+    batches.append(again)
+    assert by_key(apache_hudi.read(base)) == expected(batches)
