@@ -234,8 +234,8 @@ def test_ingestion_wins_a_conflict_its_group_is_left_out_and_the_rest_commits(tm
     assert_no_orphan_files(gen.base, at_rest=True)
 
 
-def test_ingestion_wins_conflicts_in_every_group_and_the_plan_is_dropped(tmp_path: Path,
-                                                                         runner: GroupRunner) -> None:
+def test_ingestion_wins_conflicts_in_every_group_and_the_plan_commits_empty_keeping_its_file(
+        tmp_path: Path, runner: GroupRunner) -> None:
     gen = make_table(tmp_path, commits=4)
     pol = make_policy()
     scheduled = schedule(gen.table, pol, force=True)
@@ -248,6 +248,16 @@ def test_ingestion_wins_conflicts_in_every_group_and_the_plan_is_dropped(tmp_pat
     assert result.outcome == "conflict"
     assert hudi_rs_rows(gen.base) == expected
     assert gen.table.pending_clustering_plans() == []
+    # The plan file is never deleted (Hudi writers read every plan they listed; a vanished one fails their write):
+    # the clustering completes, replacing and writing nothing
+    hoodie = gen.base / ".hoodie"
+    assert (hoodie / f"{scheduled.instant}.replacecommit.requested").exists()
+    committed = json.loads((hoodie / f"{scheduled.instant}.replacecommit").read_text())
+    assert committed["operationType"] == "CLUSTER"
+    assert committed["partitionToReplaceFileIds"] == {} and committed["partitionToWriteStats"] == {}
+    assert committed["extraMetadata"]["hudi-clusterd.groups.dropped"] == ",".join(
+        str(i) for i in range(len(scheduled.plan.input_groups)))
+    assert not list(hoodie.glob("*.rollback"))
     assert_no_orphan_files(gen.base, at_rest=True)
 
 

@@ -3,11 +3,14 @@
 Under the lock, the timeline is listed and the plan's partitions (only those) are listed again. An instant time
 another writer took for another action meanwhile withdraws the clustering (`InstantCollisionError`). Files that
 have a marker of the instant but no write stat (failed or duplicate task attempts, or a writer of a dead earlier
-attempt that outlived its driver) are deleted; if any input file group got a newer slice, was
-replaced, is claimed by another plan or is being written by a pending instant, *ingestion wins*: the commit is
-refused with every conflict named, and the caller rolls the clustering back and drops its plan. Otherwise
-``T.replacecommit`` is written (operationType CLUSTER, a write stat per new file, every input group replaced,
-``extraMetadata.schema``), which is the commit point; the markers go after it.
+attempt that outlived its driver) are deleted; if an input file group got a newer slice, was replaced, is claimed
+by another plan or is being written by a pending instant, *ingestion wins*: that plan group is left out (its files
+deleted, its file groups not replaced). Then ``T.replacecommit`` is written (operationType CLUSTER, a write stat
+per new file, every kept input group replaced, ``extraMetadata.schema``), which is the commit point; the markers
+go after it. When every group of a plan of ours moved, the commit replaces nothing and writes nothing: the plan is
+never deleted, because Apache Hudi writers list the timeline and then read every pending plan in it, and a plan
+file that vanishes in between fails their write (``HoodieIOException``, F12). Another writer's plan whose every
+group moved is refused instead (``CommitConflictError``), for that writer to decide.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from hudi_clusterd.domain.file_group import FileGroupId
 from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
+from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import CommitConflictError, ExecutionError, InstantCollisionError, TimelineError
 from hudi_clusterd.io.heartbeat import heartbeat_path
@@ -76,9 +80,9 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
     """Commit clustering ``instant`` (see the module docstring).
 
     A group whose input moved (a conflict) is left out: its files are deleted and its file groups are not
-    replaced, while the other groups commit; only when every group moved is the whole clustering refused
-    (``CommitConflictError``), and its plan then dropped by the caller. Fewer dropped plans means fewer deletions
-    of a requested file that a Hudi reader may be reading at that moment."""
+    replaced, while the other groups commit. When every group moved, a plan of ours still commits, replacing and
+    writing nothing (its requested file stays: Hudi writers may be reading it); another writer's plan is refused
+    (``CommitConflictError``) and rolled back by the caller with its plan kept."""
     if not any(stats_by_group):
         raise ExecutionError(f"clustering {instant} produced no files; refusing to replace its input")
     with table.lock():
@@ -99,7 +103,7 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
         moved = {c.group for c in conflicts}
         dropped = tuple(i for i, g in enumerate(plan.input_groups) if moved.intersection(g.group_ids()))
         described = [str(c) for c in conflicts]
-        if len(dropped) == len(plan.input_groups):
+        if len(dropped) == len(plan.input_groups) and not scheduled_by_us(plan):
             raise CommitConflictError(f"clustering {instant} conflicts with ingestion: " + "; ".join(described[:5])
                                       + (f"; and {len(described) - 5} more" if len(described) > 5 else ""))
         kept = [i for i in range(len(plan.input_groups)) if i not in dropped]
@@ -128,7 +132,10 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
         )
         table.timeline_store.create(inflight.with_state(State.COMPLETED), meta.to_json_bytes())
     delete_markers(table.storage, instant)
-    if dropped:
+    if not kept:
+        log.warning("clustering lost to ingestion: committed empty, replacing nothing", instant=instant,
+                    dropped_groups=len(dropped), conflicts=described[:5])
+    elif dropped:
         log.warning("clustering committed without the groups ingestion moved", instant=instant,
                     dropped_groups=len(dropped), kept_groups=len(kept), conflicts=described[:5])
     return Committed(meta, tuple(stats), dropped, tuple(described))

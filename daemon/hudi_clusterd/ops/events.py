@@ -19,7 +19,8 @@ class Outcome(StrEnum):
     COMPLETED = "completed"  # committed
     FAILED = "failed"  # a group failed; rolled back, the plan kept for a retry
     ROLLED_BACK = "rolled_back"  # cancelled (shutdown) and rolled back
-    CONFLICT = "conflict"  # a concurrent write won; rolled back and the plan dropped
+    CONFLICT = "conflict"  # ingestion moved every group: nothing replaced (our plan commits empty; another
+    # writer's plan is rolled back and kept)
     SKIPPED = "skipped"  # nothing to run, or another live executor owns the plan
 
 

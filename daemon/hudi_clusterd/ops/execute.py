@@ -3,9 +3,10 @@
 1. Claim (`ownership`): the plan gets its inflight state and an owner heartbeat, unless a live executor owns it.
 2. Run (`pool`): groups on a thread pool, each one job of the engine, which writes new file groups (markers
    first) following the plan's work order and returns write stats.
-3. Complete (`commit`): the conflict check and the commit point, under the table lock.
+3. Complete (`commit`): the conflict check and the commit point, under the table lock. Groups whose input
+   ingestion moved are left out; when every group moved, a plan of ours commits empty (see `commit`).
 4. Failure of any group fails the instant: it is rolled back (files from markers, the inflight state) and the
-   plan is kept for a retry; on a conflict with ingestion the plan is dropped.
+   plan is kept for a retry.
 
 Everything is read from the tick's `TableSnapshot` except the short re-checks under the lock.
 """
@@ -142,6 +143,12 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
             extra = {LAYOUT_COLUMNS_KEY: ",".join(plan.strategy.work_order.sort_columns),
                      LAYOUT_BEFORE_KEY: f"{figures[0]:.4f}", LAYOUT_AFTER_KEY: f"{figures[1]:.4f}"}
         committed = complete(table, instant, plan, by_group, extra)
+        if len(committed.dropped_groups) == len(plan.input_groups):  # every group moved: nothing replaced
+            message = f"clustering {instant} conflicts with ingestion in every group: " + "; ".join(
+                committed.conflicts[:5])
+            log.warning("clustering lost to ingestion; committed empty", instant=instant, reason=message)
+            return finished(ExecutionResult(instant, Outcome.CONFLICT, duration_s=time.monotonic() - started,
+                                            message=message))
         stats = committed.stats
         kept = [g for i, g in enumerate(plan.input_groups) if i not in committed.dropped_groups]
         files_in = sum(len(g.slices) for g in kept)
@@ -161,10 +168,9 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
         raise
     except CommitConflictError as e:
         executor.ownership.release(claim)
-        ours = scheduled_by_us(plan)  # another writer's plan stays for it to decide
-        rollback_clustering(table, instant, purge=ours, written=written)
-        log.warning("clustering lost to ingestion; " + ("plan dropped" if ours else "plan kept"), instant=instant,
-                    reason=str(e))
+        # only another writer's plan gets here (ours commits empty); it stays for that writer to decide
+        rollback_clustering(table, instant, purge=False, written=written)
+        log.warning("clustering lost to ingestion; plan kept", instant=instant, reason=str(e))
         return finished(ExecutionResult(instant, Outcome.CONFLICT, duration_s=time.monotonic() - started,
                                         message=str(e)))
     except Exception as e:
