@@ -4,17 +4,21 @@ Under the lock, the timeline is listed and the plan's partitions (only those) ar
 another writer took for another action meanwhile withdraws the clustering (`InstantCollisionError`). Files that
 have a marker of the instant but no write stat (failed or duplicate task attempts, or a writer of a dead earlier
 attempt that outlived its driver) are deleted; if an input file group got a newer slice, was replaced, is claimed
-by another plan or is being written by a pending instant, *ingestion wins*: that plan group is left out (its files
-deleted, its file groups not replaced). Then ``T.replacecommit`` is written (operationType CLUSTER, a write stat
-per new file, every kept input group replaced, ``extraMetadata.schema``), which is the commit point; the markers
-go after it. When every group of a plan of ours moved, the commit replaces nothing and writes nothing: the plan is
-never deleted, because Apache Hudi writers list the timeline and then read every pending plan in it, and a plan
-file that vanishes in between fails their write (``HoodieIOException``, F12). Another writer's plan whose every
-group moved is refused instead (``CommitConflictError``), for that writer to decide.
+by another plan or is being written by a pending instant (its markers, or the file ids its inflight state
+declares; while a live writer's instant is only requested the commit waits for it), *ingestion wins*: that plan
+group is left out (its files deleted, its file groups not replaced). Then ``T.replacecommit`` is written
+(operationType CLUSTER, a write stat per new file, every kept input group replaced, ``extraMetadata.schema``),
+which is the commit point; the markers go after it. When every group of a plan of ours moved, the commit replaces
+nothing and writes nothing: the plan is never deleted, because Apache Hudi writers list the timeline and then
+read every pending plan in it, and a plan file that vanishes in between fails their write (``HoodieIOException``,
+F12). Another writer's plan whose every group moved is refused instead (``CommitConflictError``), for that writer
+to decide.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,8 +32,14 @@ from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.errors import CommitConflictError, ExecutionError, InstantCollisionError, TimelineError
-from hudi_clusterd.io.heartbeat import heartbeat_path
+from hudi_clusterd.errors import (
+    CommitConflictError,
+    ExecutionError,
+    InstantCollisionError,
+    StorageError,
+    TimelineError,
+)
+from hudi_clusterd.io.heartbeat import INGESTION_TIMEOUT_S, heartbeat_expired, heartbeat_path
 from hudi_clusterd.io.markers import delete_markers, list_markers
 from hudi_clusterd.io.rollback import RollbackResult, reconcile_markers, rollback_pending, safe_file_of_instant
 from hudi_clusterd.io.table import HoodieTable
@@ -40,11 +50,46 @@ DROPPED_GROUPS_KEY = "hudi-clusterd.groups.dropped"
 """``extraMetadata`` of a clustering committed without some plan groups: their indexes in the plan."""
 
 
+UNDECIDED_WAIT_S = 60.0
+"""How long a commit waits for pending writes that have not yet said which file groups they write."""
+UNDECIDED_POLL_S = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrites:
+    """What pending write instants (other than clustering) are doing to a plan's file groups.
+
+    ``writing``: group → the instant writing it, by its markers or by the file ids its inflight state declares
+    (Apache Hudi saves its workload profile there after looking its records up, before it writes any file).
+    ``undecided``: instants still only requested whose writer is alive: they may be looking their records up in
+    the file groups as they are now, and their file groups are not known yet."""
+
+    writing: dict[FileGroupId, str]
+    undecided: tuple[str, ...] = ()
+
+
+def declared_file_ids(data: bytes) -> list[FileGroupId]:
+    """The (partition, file id) pairs an inflight commit's workload profile names (Hudi's JSON); none when the
+    inflight state is empty or not that JSON."""
+    try:
+        doc = json.loads(data.decode("utf-8")) if data.strip() else {}
+    except (UnicodeDecodeError, ValueError):
+        return []
+    stats = doc.get("partitionToWriteStats") if isinstance(doc, dict) else None
+    out: list[FileGroupId] = []
+    for partition, entries in (stats or {}).items() if isinstance(stats, dict) else ():
+        for entry in entries if isinstance(entries, list) else ():
+            file_id = entry.get("fileId") if isinstance(entry, dict) else None
+            if isinstance(file_id, str) and file_id:
+                out.append((str(partition), file_id))
+    return out
+
+
 def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroupId], own_instant: str
-                   ) -> dict[FileGroupId, str]:
-    """File groups of ``groups`` that pending write instants (other than clustering) are writing, by their
-    markers: group → the instant writing it."""
+                   ) -> PendingWrites:
+    """What pending write instants (other than clustering) are doing to ``groups`` (see `PendingWrites`)."""
     out: dict[FileGroupId, str] = {}
+    undecided: list[str] = []
     for inst in timeline.writes().pending():
         if inst.time == own_instant or inst.action is Action.REPLACE_COMMIT:
             continue
@@ -52,7 +97,17 @@ def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroup
             gid = (marker.partition_path, marker.data_file_name.split("_", 1)[0])
             if gid in groups:
                 out.setdefault(gid, inst.time)
-    return out
+        if inst.state is State.INFLIGHT:
+            try:
+                declared = declared_file_ids(table.timeline_store.read(inst))
+            except StorageError:  # completed or rolled back meanwhile: the next listing tells
+                declared = []
+            for gid in declared:
+                if gid in groups:
+                    out.setdefault(gid, inst.time)
+        elif not heartbeat_expired(table.storage, inst, INGESTION_TIMEOUT_S):
+            undecided.append(inst.time)
+    return PendingWrites(out, tuple(undecided))
 
 
 def fresh_view(table: HoodieTable, plan: ClusteringPlan) -> FileSystemView:
@@ -76,15 +131,38 @@ class Committed:
 
 
 def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_group: Sequence[Sequence[WriteStat]],
-             extra: Mapping[str, str]) -> Committed:
+             extra: Mapping[str, str], *, undecided_wait_s: float = UNDECIDED_WAIT_S) -> Committed:
     """Commit clustering ``instant`` (see the module docstring).
 
     A group whose input moved (a conflict) is left out: its files are deleted and its file groups are not
     replaced, while the other groups commit. When every group moved, a plan of ours still commits, replacing and
     writing nothing (its requested file stays: Hudi writers may be reading it); another writer's plan is refused
-    (``CommitConflictError``) and rolled back by the caller with its plan kept."""
+    (``CommitConflictError``) and rolled back by the caller with its plan kept.
+
+    While a live writer's instant is only requested (it may be looking its records up in our input file groups,
+    and has not declared which it writes), the commit waits for it, outside the lock, up to ``undecided_wait_s``:
+    committing then would make that writer's own commit fail on the conflict (a failed micro-batch)."""
     if not any(stats_by_group):
         raise ExecutionError(f"clustering {instant} produced no files; refusing to replace its input")
+    deadline = time.monotonic() + undecided_wait_s
+    waited_for: tuple[str, ...] = ()
+    while True:
+        committed = _try_complete(table, instant, plan, stats_by_group, extra,
+                                  may_wait=time.monotonic() < deadline)
+        if isinstance(committed, Committed):
+            return committed
+        if committed != waited_for:
+            log.info("waiting for pending writes to declare their file groups before committing", instant=instant,
+                     writes=list(committed))
+            waited_for = committed
+        time.sleep(UNDECIDED_POLL_S)
+
+
+def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
+                  stats_by_group: Sequence[Sequence[WriteStat]], extra: Mapping[str, str], *, may_wait: bool
+                  ) -> Committed | tuple[str, ...]:
+    """One attempt of `complete` under the lock: the commit, or (when ``may_wait``) the undecided writes that
+    keep it waiting, having written nothing."""
     with table.lock():
         view = fresh_view(table, plan)
         inflight = Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT)
@@ -98,8 +176,10 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
                                         f"{', '.join(others)}; the clustering is withdrawn, deleting only its own "
                                         "files")
         groups = set(plan.group_ids())
-        conflicts = find_conflicts(requirements(plan), view, own_instant=instant,
-                                   pending_writes=pending_writes(table, view.timeline, groups, instant))
+        writes = pending_writes(table, view.timeline, groups, instant)
+        if writes.undecided and may_wait:
+            return writes.undecided
+        conflicts = find_conflicts(requirements(plan), view, own_instant=instant, pending_writes=writes.writing)
         moved = {c.group for c in conflicts}
         dropped = tuple(i for i, g in enumerate(plan.input_groups) if moved.intersection(g.group_ids()))
         described = [str(c) for c in conflicts]
