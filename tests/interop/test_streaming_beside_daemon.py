@@ -24,8 +24,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.harness.apache_hudi import HudiWorker, hudi_write_options
-from tests.integration.daemon_harness import DaemonProcess, free_port, wait_for, write_props
-from tests.integration.hudi_rs_checks import hudi_rs_rows
+from tests.harness.daemon_harness import DaemonProcess, wait_for, write_props
+from tests.harness.hudi_rs_checks import hudi_rs_rows
+from tests.support import free_port
 
 pytestmark = pytest.mark.hudi
 

@@ -15,22 +15,59 @@ plan is pending, and ``hudi-clusterd execute`` runs the plan.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from tests.harness.apache_hudi import HudiRequestError, HudiWorker, hudi_write_options
+from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.harness.hudi_versions import ALLOW_UPDATES_OPTIONS, HUDI_0_15, HUDI_1_2
-from tests.integration.hudi_rs_checks import hudi_rs_rows
-from tests.interop.test_plans_and_table_services import SCHEMA, by_key, clusterd, expected, replacecommits, rows
 
 pytestmark = pytest.mark.hudi
+
+SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("val", pa.float64()), ("ts", pa.int64())])
+PARTS = ("p1", "p2")
 
 REJECT = "org.apache.hudi.client.clustering.update.strategy.SparkRejectUpdateStrategy"
 SIMPLE_RESOLUTION = "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy"
 UPDATES_STRATEGY = "hoodie.clustering.updates.strategy"
 RESOLUTION_STRATEGY = "hoodie.write.lock.conflict.resolution.strategy"
+
+
+def rows(batch: int, n: int = 40) -> list[dict[str, Any]]:
+    return [{"id": batch * n + i, "part": PARTS[i % 2], "val": float((batch * 37 + i * 11) % 97), "ts": batch}
+            for i in range(n)]
+
+
+def by_key(table: pa.Table) -> dict[int, tuple[str, float, int]]:
+    out: dict[int, tuple[str, float, int]] = {}
+    for r in table.to_pylist():
+        assert r["id"] not in out, f"key {r['id']} appears twice"
+        out[int(r["id"])] = (r["part"], r["val"], r["ts"])
+    return out
+
+
+def expected(batches: Iterable[list[dict[str, Any]]]) -> dict[int, tuple[str, float, int]]:
+    return {r["id"]: (r["part"], r["val"], r["ts"]) for batch in batches for r in batch}
+
+
+def clusterd(*args: str) -> str:
+    """Run ``hudi-clusterd ARGS`` in its own process on a local[1] Spark; returns stdout, fails with stderr."""
+    cmd = [sys.executable, "-m", "hudi_clusterd", *args]
+    if args[0] in ("execute", "cluster"):
+        cmd += ["--spark-master", "local[1]", "--spark-conf", "spark.sql.shuffle.partitions=2"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def replacecommits(base: Path) -> dict[str, dict[str, Any]]:
+    return {p.name.split(".")[0]: json.loads(p.read_text()) for p in (base / ".hoodie").glob("*.replacecommit")}
 
 
 def writer(apache_hudi: HudiWorker, **extra: str) -> dict[str, str]:
