@@ -474,8 +474,8 @@ def clustering_plans(base: Path) -> dict[str, list[FileGroupId]]:
 
 
 def assert_plans_disjoint(base: Path) -> int:
-    """No file group in two plans on the timeline (a plan dropped after a conflict is purged, its file gone; a
-    completed plan holds only the file groups its commit replaced, since groups whose input moved are left out);
+    """No file group in two plans on the timeline (a completed plan holds only the file groups its commit
+    replaced, since groups whose input moved are left out; one that lost every group to ingestion holds none);
     no file group replaced by two completed replacecommits. Returns the number of plans."""
     owner: dict[FileGroupId, str] = {}
     plans = clustering_plans(base)
