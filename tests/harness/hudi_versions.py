@@ -123,3 +123,14 @@ def setup_named(name: str) -> HudiSetup:
 def shared_table_writer_options(setup: HudiSetup) -> dict[str, str]:
     """The project's writer settings plus what ``setup`` needs to keep the table at version 6."""
     return {**PROJECT_WRITER_OPTIONS, **setup.table_v6_options}
+
+
+CONFLICT_RESOLUTION_KEY = "hoodie.write.lock.conflict.resolution.strategy"
+
+
+def table_service_options(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` for a job that runs Hudi's own clustering (``CALL run_clustering``) rather than ingestion:
+    without the conflict resolution strategy, whose PreferWriterConflictResolutionStrategy makes Hudi 1.2's
+    clustering fail its own commit on a version-6 table (``HoodieClusteringException``: it finds its own
+    requested plan a conflicting operation)."""
+    return {k: v for k, v in options.items() if k != CONFLICT_RESOLUTION_KEY}

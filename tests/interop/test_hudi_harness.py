@@ -28,7 +28,14 @@ from tests.harness.apache_hudi import (
     require_installation,
     timeline_files,
 )
-from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_2, SETUPS, HudiSetup, shared_table_writer_options
+from tests.harness.hudi_versions import (
+    HUDI_0_15,
+    HUDI_1_2,
+    SETUPS,
+    HudiSetup,
+    shared_table_writer_options,
+    table_service_options,
+)
 
 hudi = pytest.mark.hudi
 
@@ -235,7 +242,8 @@ def test_hudi_run_clustering_with_writer_settings_keeps_v6_without_metadata(
     apache_hudi.write(INSERTED, base, options, schema=SCHEMA)
 
     # When Hudi's own clustering runs through the run_clustering procedure with the same settings
-    rows = apache_hudi.run_clustering(base, "scheduleAndExecute", options=shared_table_writer_options(setup))
+    rows = apache_hudi.run_clustering(base, "scheduleAndExecute",
+                                      options=table_service_options(shared_table_writer_options(setup)))
 
     # Then one plan completed as a replacecommit, the table stays version 6 without a metadata table
     assert [r["state"] for r in rows] == ["COMPLETED"], rows

@@ -20,6 +20,7 @@ import pytest
 from hudi_clusterd.domain.plan import RequestedReplaceMetadata
 from hudi_clusterd.io.avro import decode_requested_replace
 from tests.harness.apache_hudi import HudiWorker, hudi_write_options, read_hoodie_properties
+from tests.harness.hudi_versions import table_service_options
 
 pytestmark = pytest.mark.hudi
 
@@ -102,7 +103,8 @@ def test_apache_hudi_executes_a_plan_the_daemon_scheduled(apache_hudi: HudiWorke
     plan = requested_plan(base, instant).clustering_plan
     assert plan is not None and plan.strategy.work_order.sort_columns == ("val",)
     # When Apache Hudi executes it
-    apache_hudi.run_clustering(base, "execute", options=writer(apache_hudi), instants=[instant])
+    apache_hudi.run_clustering(base, "execute", options=table_service_options(writer(apache_hudi)),
+                               instants=[instant])
     # Then the plan completed as a clustering that replaced every planned file group, and every row reads once
     completed = replacecommits(base)[instant]
     assert completed["operationType"] == "CLUSTER"
@@ -117,7 +119,7 @@ def test_the_daemon_executes_a_plan_apache_hudi_scheduled(apache_hudi: HudiWorke
     base, batches = table
     before = by_key(apache_hudi.read(base))
     # Given a plan Apache Hudi scheduled without executing it
-    apache_hudi.run_clustering(base, "schedule", options=writer(apache_hudi))
+    apache_hudi.run_clustering(base, "schedule", options=table_service_options(writer(apache_hudi)))
     pending = [p.name.split(".")[0] for p in (base / ".hoodie").glob("*.replacecommit.requested")
                if not (base / ".hoodie" / p.name.replace(".requested", "")).exists()]
     assert len(pending) == 1, hoodie(base)
