@@ -134,10 +134,13 @@ def jvm_pid() -> int | None:
 
 
 def is_spark_submit(pid: int) -> bool:
+    """A JVM running ``SparkSubmit`` (not the short-lived ``launcher.Main`` that ``spark-class`` runs first to
+    build that JVM's command line, which names ``SparkSubmit`` among its arguments)."""
     try:
-        return b"org.apache.spark.deploy.SparkSubmit" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
+    return b"org.apache.spark.deploy.SparkSubmit" in cmdline and b"org.apache.spark.launcher.Main" not in cmdline
 
 
 def rss_bytes(pid: int | str) -> int:
@@ -179,9 +182,17 @@ def _is_executor(pid: int) -> bool:
         return False
 
 
-def parent_pid(pid: int) -> int | None:
-    stat = proc_table().get(pid)
-    return stat.parent if stat is not None else None
+def launching_process(jvm: int) -> int | None:
+    """The process that launched a Spark JVM: its nearest ancestor that is not one of ``spark-submit``'s shell
+    scripts (the driver's Python process)."""
+    table = proc_table()
+    stat = table.get(jvm)
+    while stat is not None and stat.parent in table:
+        parent = table[stat.parent]
+        if parent.command not in ("bash", "sh", "dash", "spark-submit", "spark-class"):
+            return stat.parent
+        stat = parent
+    return None
 
 
 @contextmanager
@@ -192,7 +203,7 @@ def sample_rss(interval_s: float = SAMPLE_INTERVAL_S, child: bool = False, root:
     By default the driver is this process and the Spark JVM it launched. With ``child``, the driver is another
     process below this one that launches its own Spark JVM while the block runs (``hudi-clusterd``, Apache Hudi's
     worker): its JVM is looked for every 0.2 s until found, and the driver's Python process is ``root`` when
-    given, else the JVM's parent."""
+    given, else the process that launched the JVM."""
     peaks = RssPeaks()
     stop = threading.Event()
 
@@ -205,10 +216,10 @@ def sample_rss(interval_s: float = SAMPLE_INTERVAL_S, child: bool = False, root:
         while True:
             now = time.monotonic()
             if now - last_scan > (0.2 if jvm is None else 1.0):  # workers come and go; rescan each second
-                if jvm is None and child:
+                if child and (jvm is None or not Path(f"/proc/{jvm}").exists()):
                     jvm = jvm_pid()
-                    if jvm is not None and driver is None:
-                        driver = parent_pid(jvm)
+                    if jvm is not None and root is None:
+                        driver = launching_process(jvm)
                 if jvm is not None:
                     executors = executor_pids()
                     workers = [pid for parent in (jvm, *executors) for pid, comm in descendants(parent).items()
