@@ -149,6 +149,7 @@ def ensure_tables(pairs: Sequence[tuple[Path, Path]]) -> None:
 
 def child_env() -> dict[str, str]:
     env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"  # ours prints "scheduled ..." and "completed ..." as they happen
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "daemon"), env.get("PYTHONPATH")) if p)
     return env
 
@@ -245,20 +246,34 @@ def run_ours(table: Path, strategy: str, s: Setting) -> tuple[float, float | Non
     for key, value in {"spark.driver.memory": s.driver_memory, **s.conf}.items():
         argv += ["--spark-conf", f"{key}={value}"]
     log = s.work / "ours-stderr.log"
+    marks: dict[str, float] = {}
+    lines: list[str] = []
     start = time.perf_counter()
     with open(log, "ab") as err:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=err, text=True, env=child_env(),
-                              timeout=CASE_TIMEOUT_S)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0 or "completed " not in done.stdout:
-        raise SystemExit(f"ours failed on {table} (exit {done.returncode}): {done.stdout.strip()[-2000:]}\n"
-                         f"log: {log}")
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True, env=child_env())
+        assert proc.stdout is not None
+        for line in proc.stdout:  # each line timed as it arrives: planning done, clustering done
+            now = time.perf_counter()
+            lines.append(line.rstrip("\n"))
+            if line.startswith("scheduled clustering"):
+                marks["scheduled"] = now
+            elif line.startswith("completed "):
+                marks["completed"] = now
+        code = proc.wait(timeout=CASE_TIMEOUT_S)
+    end = time.perf_counter()
+    if code != 0 or "completed" not in marks:
+        tail = "\n".join(lines[-20:])
+        raise SystemExit(f"ours failed on {table} (exit {code}): {tail}\nlog: {log}")
     execute_s = None
-    for line in done.stdout.splitlines():
+    for line in lines:
         m = _COMPLETED.match(line.strip())
         if m:
             execute_s = float(m.group(4))
-    return seconds, execute_s, {"stdout": done.stdout.strip().splitlines()[-2:]}
+    scheduled = marks.get("scheduled", start)
+    phases = {"start_and_plan_s": round(scheduled - start, 3),
+              "spark_start_and_execute_s": round(marks["completed"] - scheduled, 3),
+              "exit_s": round(end - marks["completed"], 3)}
+    return end - start, execute_s, {"phases": phases, "stdout": lines[-2:]}
 
 
 def run_hudi(table: Path, strategy: str, s: Setting, installation: Any) -> tuple[float, float | None, dict[str, Any]]:
@@ -276,8 +291,10 @@ def run_hudi(table: Path, strategy: str, s: Setting, installation: Any) -> tuple
         called = time.perf_counter()
     finally:
         worker.close(timeout=120)
-    seconds = time.perf_counter() - start
-    return seconds, called - started, {"startup_s": round(started - start, 3), "procedure_rows": rows,
+    end = time.perf_counter()
+    phases = {"start_s": round(started - start, 3), "run_clustering_s": round(called - started, 3),
+              "stop_s": round(end - called, 3)}
+    return end - start, called - started, {"phases": phases, "procedure_rows": rows,
                                        "hudi_version": worker.info.get("hudi_version"),
                                        "spark_version": worker.info.get("spark_version")}
 
@@ -376,6 +393,8 @@ def summarize(runs: Sequence[Run], expected_rows: int) -> dict[str, dict[str, An
             "peak_rss": [r.rss.to_dict() for r in rs],
             "load1_at_start": [round(r.load1, 2) for r in rs],
             "extra": [_jsonable(r.extra) for r in rs],
+            "median_phases_s": {k: _round(median([r.extra.get("phases", {}).get(k) for r in rs]))
+                                for k in rs[-1].extra.get("phases", {})},
         })
     return out
 
@@ -397,6 +416,12 @@ def print_tables(results: Mapping[str, Mapping[str, Any]], strategies: Sequence[
             f"| {_fmt(r['median_call_s'])} | {_fmt(r['median_cpu_s'])} | {r['layout']['files']} "
             f"| {r['layout']['files_scanned_ratio']:.3f} | {r['peak_driver_rss_mib']:.0f} "
             f"| {_fmt(median(r['load1_at_start']))} |")
+    say("\nwhere the wall time goes (medians): ours: start + plan | Spark start + execute | exit; "
+        "Hudi: start (JVM, session) | run_clustering | stop")
+    for r in results.values():
+        if r["median_phases_s"]:
+            say(f"  {r['strategy']} {r['system']}: " + " | ".join(f"{k.removesuffix('_s')} {_fmt(v)}"
+                                                                   for k, v in r["median_phases_s"].items()))
     verdict: dict[str, Any] = {}
     if not all(f"{x}/{st}" in results for st in strategies for x in ("ours", "hudi")):
         return verdict
@@ -490,6 +515,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"{run_.rss.driver / MIB:.0f} MiB (load {run_.load1:.1f})")
             if run_.rows != args.rows:
                 say(f"  WARNING: {system} {strategy} left {run_.rows:,} rows, expected {args.rows:,}")
+            partial = {"done": len(runs), "load": load_info(), "cases": summarize(runs, args.rows)}
+            (args.out / "vs_hudi.partial.json").write_text(json.dumps(partial, indent=2) + "\n")
         load_after = load_info()
         meter.close()
     results = summarize(runs, args.rows)
