@@ -306,7 +306,7 @@ def run_spark(inputs: Sequence[str], out: Path, n: int, s: Setting) -> tuple[flo
     start = time.perf_counter()
     with open(s.work / "spark-stderr.log", "ab") as err:
         subprocess.run([sys.executable, "-c", _SPARK_CHILD, str(REPO / "daemon"), json.dumps(spec)], check=True,
-                       stderr=err, env=child_env(), timeout=CASE_TIMEOUT_S)
+                       stdout=err, stderr=err, env=child_env(), timeout=CASE_TIMEOUT_S)
     return time.perf_counter() - start, None, {}
 
 
