@@ -48,7 +48,6 @@ Prints a table and writes ``bench/out/clustering.json`` (``clustering_memory.jso
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import logging
 import math
@@ -57,110 +56,69 @@ import platform
 import shutil
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import structlog
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "daemon"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
 
-from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy  # noqa: E402
-from hudi_clusterd.domain.table_config import TableConfig  # noqa: E402
-from hudi_clusterd.engine.clustering.exchange import exchange, ranges_per_partition, task_runs  # noqa: E402
-from hudi_clusterd.engine.clustering.runner import SparkGroupRunner, row_group_bytes  # noqa: E402
-from hudi_clusterd.engine.clustering.scan import GroupScan  # noqa: E402
-from hudi_clusterd.engine.clustering.sorting import (  # noqa: E402
+from benchlib import (
+    COLUMNS,
+    GIB,
+    MIB,
+    REPO,
+    TARGET_BYTES,
+    RssPeaks,
+    ensure_dataset,
+    ensure_hudi_table,
+    fresh_copy,
+    hudi_base_files,
+    jvm_pid,
+    layout_figures,
+    load_info,
+    load_module,
+    rss_bytes,
+    sample_rss,
+    say,
+    source_files,
+    total_bytes,
+)
+from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
+from hudi_clusterd.domain.table_config import TableConfig
+from hudi_clusterd.engine.clustering.exchange import exchange, ranges_per_partition, task_runs
+from hudi_clusterd.engine.clustering.runner import SparkGroupRunner, row_group_bytes
+from hudi_clusterd.engine.clustering.scan import GroupScan
+from hudi_clusterd.engine.clustering.sorting import (
     key_words,
     plan_curve_partitioning,
     range_keys,
     sort_for_layout,
 )
-from hudi_clusterd.engine.files import executor_base_path, spark_arrow_schema, write_file_groups  # noqa: E402
-from hudi_clusterd.engine.ingest.writer import insert  # noqa: E402
-from hudi_clusterd.engine.session import get_or_create_session  # noqa: E402
-from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields  # noqa: E402
-from hudi_clusterd.io.base_file_writer import BaseFileWriteSpec  # noqa: E402
-from hudi_clusterd.io.table import HoodieTable  # noqa: E402
-from hudi_clusterd.layout.quality import files_scanned_ratio  # noqa: E402
-from hudi_clusterd.ops.execute import execute_pending, group_inputs  # noqa: E402
-from hudi_clusterd.ops.schedule import schedule  # noqa: E402
-from hudi_clusterd.ops.snapshot import TableSnapshot  # noqa: E402
-from procstats import CpuMeter, proc_table  # noqa: E402
+from hudi_clusterd.engine.files import executor_base_path, spark_arrow_schema, write_file_groups
+from hudi_clusterd.engine.ingest.writer import insert
+from hudi_clusterd.engine.session import get_or_create_session
+from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields
+from hudi_clusterd.io.base_file_writer import BaseFileWriteSpec
+from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.layout.quality import files_scanned_ratio
+from hudi_clusterd.ops.execute import execute_pending, group_inputs
+from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.ops.snapshot import TableSnapshot
+from procstats import CpuMeter
 
-COLUMNS = ("lat", "lon")
-MIB = 1 << 20
-GIB = 1 << 30
-TARGET_BYTES = 8 * MIB
 REFERENCE_BYTES_PER_ROW = 62.4  # gen.py output: 4M rows ~ 238 MiB (used to size --memory-gb inputs)
 BASELINE = "spark"
 OURS = {"linear": ("LINEAR", "DIRECT"), "hilbert": ("HILBERT", "SAMPLE"), "zorder": ("ZORDER", "SAMPLE")}
 SPARK_CASES = ("spark", "spark-hudi", "spark-gzip")
 ALL_CASES = ("spark", "spark-hudi", "spark-gzip", "linear", "hilbert", "zorder", "delta", "delta-hudi")
 DEFAULT_CASES = ("spark", "spark-hudi", "linear", "hilbert", "zorder", "delta", "delta-hudi")
-SAMPLE_INTERVAL_S = 0.05
 
 
-def say(message: str) -> None:
-    print(message, flush=True)
-
-
-# --- the reference scripts and the cached inputs -------------------------------------------------------------
-
-
-def load_module(path: Path, name: str) -> ModuleType:
-    if not path.exists():
-        raise SystemExit(f"{path} not found; pass --shared pointing at the shared folder")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def ensure_dataset(shared: Path, data: Path, rows: int, files: int) -> Path:
-    """The generated source files (``bench/data/events_<rows>_<files>``), generated when absent."""
-    target = data / f"events_{rows}_{files}"
-    if len(list(target.glob("*.parquet"))) == files:
-        return target
-    gen = load_module(shared / "bench" / "gen.py", "reference_gen")
-    partial = target.with_name(target.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.rmtree(target, ignore_errors=True)
-    say(f"generating {rows:,} rows in {files} files into {target} ...")
-    start = time.perf_counter()
-    gen.make(str(partial), rows, files, 7)
-    partial.rename(target)
-    say(f"generated in {time.perf_counter() - start:.0f} s")
-    return target
-
-
-def source_files(directory: Path) -> list[Path]:
-    return sorted(directory.glob("*.parquet"))
-
-
-def ensure_hudi_table(spark: Any, sources: Sequence[Path], cache: Path) -> Path:
-    """A Hudi table with one bulk_insert commit per source file, built once (into ``<cache>.partial``, then
-    renamed, so an interrupted ingestion is never mistaken for a finished one)."""
-    if HoodieTable.exists(str(cache)):
-        return cache
-    partial = cache.with_name(cache.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    table = HoodieTable.create(str(partial), TableConfig.for_new_table(name="events", record_key_fields=["event_id"]))
-    say(f"ingesting {len(sources)} files into {cache} (one commit per file) ...")
-    start = time.perf_counter()
-    for k, path in enumerate(sources, 1):
-        insert(spark, table, spark.read.parquet(str(path)), operation="bulk_insert")
-        if k == 1 or k % 10 == 0 or k == len(sources):
-            say(f"  [{k}/{len(sources)}] {time.perf_counter() - start:.0f} s")
-    partial.rename(cache)
-    return cache
+# --- the cached inputs ----------------------------------------------------------------------------------------------
 
 
 def ensure_delta_table(sources: Sequence[str | Path], cache: Path, compression: str | None = None) -> Path:
@@ -183,128 +141,6 @@ def ensure_delta_table(sources: Sequence[str | Path], cache: Path, compression: 
             say(f"  [{k}/{len(sources)}] {time.perf_counter() - start:.0f} s")
     partial.rename(cache)
     return cache
-
-
-def hudi_base_files(base_path: Path) -> list[str]:
-    table = HoodieTable.open(str(base_path))
-    return [table.storage.full_path(bf.relative_path) for bf in table.file_system_view().latest_base_files()]
-
-
-def fresh_copy(src: Path, dst: Path) -> Path:
-    shutil.rmtree(dst, ignore_errors=True)
-    shutil.copytree(src, dst)
-    return dst
-
-
-def total_bytes(paths: Sequence[str | Path]) -> int:
-    return sum(os.path.getsize(p) for p in paths)
-
-
-# --- memory: peak RSS of this process, the Spark JVM and the Python workers, sampled from /proc ---------------
-
-
-def descendants(root: int) -> dict[int, str]:
-    """Every process below ``root``: pid -> command name."""
-    table = proc_table()
-    children: dict[int, list[int]] = {}
-    for pid, stat in table.items():
-        children.setdefault(stat.parent, []).append(pid)
-    out: dict[int, str] = {}
-    todo = list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        out[pid] = table[pid].command
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def jvm_pid() -> int | None:
-    """The Spark driver JVM this process launched: the ``java`` descendant running ``SparkSubmit`` (not a
-    standalone master or worker that ``--standalone`` started)."""
-    found = [pid for pid, comm in descendants(os.getpid()).items() if comm == "java" and is_spark_submit(pid)]
-    return min(found) if found else None
-
-
-def is_spark_submit(pid: int) -> bool:
-    try:
-        return b"org.apache.spark.deploy.SparkSubmit" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-
-
-def rss_bytes(pid: int | str) -> int:
-    """VmRSS of a process (0 when it is gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-@dataclass
-class RssPeaks:
-    driver: int = 0  # this Python process + the JVM, summed at each sample
-    python: int = 0
-    jvm: int = 0
-    workers: int = 0  # the Spark Python workers (below the driver JVM, or below standalone executors), summed
-    executor: int = 0  # a standalone executor JVM (not ours: the worker's child), when there is one
-    samples: int = 0
-
-    def to_dict(self) -> dict[str, float]:
-        return {"driver_mib": round(self.driver / MIB, 1), "python_mib": round(self.python / MIB, 1),
-                "jvm_mib": round(self.jvm / MIB, 1), "python_workers_mib": round(self.workers / MIB, 1),
-                "executor_jvm_mib": round(self.executor / MIB, 1), "samples": self.samples}
-
-
-def executor_pids() -> list[int]:
-    """Standalone executor JVMs on this machine (``CoarseGrainedExecutorBackend``)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if b"CoarseGrainedExecutorBackend" in (entry / "cmdline").read_bytes():
-                    out.append(int(entry.name))
-            except OSError:
-                continue
-    return out
-
-
-@contextmanager
-def sample_rss(interval_s: float = SAMPLE_INTERVAL_S) -> Iterator[RssPeaks]:
-    """Sample RSS in a background thread while the block runs; the peaks are final when it exits."""
-    peaks = RssPeaks()
-    stop = threading.Event()
-    jvm = jvm_pid()
-
-    def sample() -> None:
-        workers: list[int] = []
-        executors: list[int] = []
-        last_scan = 0.0
-        while True:
-            now = time.monotonic()
-            if jvm is not None and now - last_scan > 1.0:  # workers come and go; rescan each second
-                executors = executor_pids()
-                workers = [pid for parent in (jvm, *executors) for pid, comm in descendants(parent).items()
-                           if comm.startswith("python")]
-                last_scan = now
-            peaks.executor = max(peaks.executor, sum(rss_bytes(pid) for pid in executors))
-            py, jv = rss_bytes("self"), rss_bytes(jvm) if jvm is not None else 0
-            wk = sum(rss_bytes(pid) for pid in workers)
-            peaks.python, peaks.jvm = max(peaks.python, py), max(peaks.jvm, jv)
-            peaks.driver, peaks.workers = max(peaks.driver, py + jv), max(peaks.workers, wk)
-            peaks.samples += 1
-            if stop.wait(interval_s):
-                return
-
-    thread = threading.Thread(target=sample, name="rss-sampler", daemon=True)
-    thread.start()
-    try:
-        yield peaks
-    finally:
-        stop.set()
-        thread.join()
 
 
 # --- the cases ---------------------------------------------------------------------------------------------
@@ -514,23 +350,6 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
 
 
 # --- reporting ---------------------------------------------------------------------------------------------
-
-
-def load_info() -> dict[str, Any]:
-    one, five, fifteen = os.getloadavg()
-    return {"loadavg": [round(one, 2), round(five, 2), round(fifteen, 2)], "cpus": os.cpu_count()}
-
-
-def layout_figures(paths: Sequence[str], reference: ModuleType | None) -> dict[str, Any]:
-    ours = files_scanned_ratio(paths, list(COLUMNS))
-    out: dict[str, Any] = {"files": len(paths), "bytes": total_bytes(paths), "files_scanned_ratio": round(ours, 4)}
-    if reference is not None:
-        ref = reference.report(list(paths), COLUMNS)
-        out["reference_files_scanned"] = ref["files_scanned"]
-        out["reference_rowgroups_scanned"] = ref["rowgroups_scanned"]
-        if abs(ref["files_scanned"] - ours) > 5e-4:
-            say(f"  WARNING: files-scanned ratio {ours:.4f} disagrees with layout.py's {ref['files_scanned']}")
-    return out
 
 
 def _fmt(value: float | None, spec: str = ".1f") -> str:

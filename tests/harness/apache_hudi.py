@@ -364,9 +364,11 @@ class HudiWorker:
         finally:
             shutil.rmtree(out, ignore_errors=True)
 
-    def sql(self, statement: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def sql(
+        self, statement: str, *, limit: int | None = None, timeout: float = _DEFAULT_TIMEOUT_S
+    ) -> list[dict[str, Any]]:
         """Run one Spark SQL statement; its rows as dicts."""
-        return list(self.request("sql", statement=statement, limit=limit)["rows"])
+        return list(self.request("sql", timeout=timeout, statement=statement, limit=limit)["rows"])
 
     def register_table(self, name: str, base_path: Path) -> None:
         """Make ``name`` refer to the Hudi table at ``base_path`` (``show_commits`` takes a table, never a path)."""
@@ -379,18 +381,23 @@ class HudiWorker:
         *,
         options: Mapping[str, str] | None = None,
         instants: Sequence[str] | None = None,
+        order: Sequence[str] | None = None,
+        timeout: float = _DEFAULT_TIMEOUT_S,
     ) -> list[dict[str, Any]]:
         """Hudi's own clustering through ``CALL run_clustering``; pass the writer settings as ``options``.
 
         Without them the procedure runs with Hudi's defaults, among them ``hoodie.metadata.enable=true``, and
-        creates ``.hoodie/metadata`` on the table.
+        creates ``.hoodie/metadata`` on the table. ``order``: the sort columns (the procedure's ``order``, which
+        sets ``hoodie.clustering.plan.strategy.sort.columns``: a list cannot pass through ``options``).
         """
         args = [f"path => '{base_path}'", f"op => '{op}'"]
+        if order:
+            args.append(f"order => '{','.join(order)}'")
         if options:
             args.append(f"options => '{procedure_options(options)}'")
         if instants:
             args.append(f"instants => '{','.join(instants)}'")
-        return self.sql(f"CALL run_clustering({', '.join(args)})")
+        return self.sql(f"CALL run_clustering({', '.join(args)})", timeout=timeout)
 
     def stream_start(
         self,

@@ -48,16 +48,20 @@ def _alive_workers(ui_port: int) -> int:
 
 
 @contextmanager
-def standalone_cluster(workdir: Path, cores: int = 2, memory: str = "1g", timeout_s: float = 90) -> Iterator[str]:
-    """Yield the master URL of a running master + one worker (``cores``, ``memory``); both stop on exit."""
-    home = spark_home()
+def standalone_cluster(workdir: Path, cores: int = 2, memory: str = "1g", timeout_s: float = 90,
+                       home: Path | None = None, python: str | None = None) -> Iterator[str]:
+    """Yield the master URL of a running master + one worker (``cores``, ``memory``); both stop on exit.
+
+    ``home``: the Spark installation to run (default: this interpreter's pyspark); ``python``: the executors'
+    Python (default: this interpreter). Another Spark version's drivers (Apache Hudi's venv) need its own."""
+    home = home or spark_home()
     spark_class = home / "bin" / "spark-class"
     if not spark_class.exists() or shutil.which("java") is None:
         raise ClusterUnavailable("pyspark's bin/spark-class or java is not available")
     workdir.mkdir(parents=True, exist_ok=True)
     port, ui, worker_ui = free_port(), free_port(), free_port()
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_MASTER_HOST": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(workdir / "work"),
+           "PYSPARK_PYTHON": python or sys.executable, "SPARK_WORKER_DIR": str(workdir / "work"),
            "SPARK_LOCAL_DIRS": str(workdir / "local")}
     master = start_logged([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                      "--port", str(port), "--webui-port", str(ui)], workdir / "master.log", env)
