@@ -169,11 +169,11 @@ def clustering_props(strategy: str, sample_size: int) -> dict[str, str]:
 
 def hudi_options(strategy: str, sample_size: int, codec: str) -> dict[str, str]:
     """Hudi's procedure options: the same properties but the sort columns (passed as the procedure's ``order``)."""
-    from tests.harness.hudi_versions import HUDI_0_15, shared_table_writer_options
+    from tests.harness.hudi_versions import HUDI_0_15, shared_table_writer_options, table_service_options
 
     same = {k: v for k, v in clustering_props(strategy, sample_size).items() if k != SORT_COLUMNS_KEY}
     return {
-        **shared_table_writer_options(HUDI_0_15),
+        **table_service_options(shared_table_writer_options(HUDI_0_15)),
         **same,
         "hoodie.clustering.plan.strategy.class": HUDI_PLAN_STRATEGY,
         "hoodie.clustering.execution.strategy.class": HUDI_EXECUTION_STRATEGY,
@@ -482,7 +482,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     with ExitStack() as stack:
         if args.standalone:
-            from tests.spark_cluster import standalone_cluster
+            from tests.harness.spark_cluster import standalone_cluster
 
             cluster_conf = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                             "spark.cores.max": "2", "spark.executor.memory": args.executor_memory}
