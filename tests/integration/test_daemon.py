@@ -123,7 +123,9 @@ def test_daemon_sigterm_during_group_exits_with_documented_code_and_restart_reco
         wait_for(lambda: len(completed_clusterings(gen.base)) == 1
                  and not HoodieTable.open(str(gen.base)).pending_clustering_plans(), 180,
                  "one completed clustering and no pending plan after the restart", restart.proc)
-        # a clustering removes its markers just after its commit: stop the daemon the way operators do
+        # a clustering removes its markers just after its commit: stop the daemon the way operators do, once it
+        # is serving (the clustering may have completed before the first daemon exited, with this one still booting)
+        wait_for(lambda: health(port) == 200, 90, "/healthz of the restarted daemon", restart.proc)
         restart.signal(signal.SIGTERM)
         assert restart.wait(timeout=60) == EXIT_OK
     finally:

@@ -7,6 +7,8 @@ One small partitioned table (an insert, then an upsert) serves the layout, snaps
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -191,7 +193,11 @@ def test_hudi_streaming_sink_commits_three_micro_batches(apache_hudi: HudiWorker
     batches.append([{"id": 0, "part": "2024-02-01", "name": "s2", "amount": 2.0, "ts": 2}])
     pq.write_table(pa.Table.from_pylist([], schema=SCHEMA), stream_dirs["sample"])
     for b, rows in enumerate(batches):
-        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), stream_dirs["source"] / f"batch-{b}.parquet")
+        path = stream_dirs["source"] / f"batch-{b}.parquet"
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)
+        # Spark's file source takes files in modification-time order: make that the batch order (files written
+        # within one millisecond would go in any order, and Hudi 0.15's default payload keeps the last one written)
+        os.utime(path, (time.time() - 60 + b, time.time() - 60 + b))
     # Under OCC Hudi's streaming sink requires a checkpoint identifier per writer
     options = hudi_write_options(
         apache_hudi.setup,
