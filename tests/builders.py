@@ -271,3 +271,31 @@ def write_and_cluster(spark: Any, base: Path, config: TableConfig, batches: Sequ
     return ClusteredTable(
         base, commits, result.instant, pa.concat_tables(batches), frozenset(scheduled.plan.group_ids()),
         frozenset((ws.partition_path or "", ws.file_id) for ws in result.write_stats))
+
+
+# --- the small events table the interop tests write through Apache Hudi ------------------------------------------
+
+EVENTS_SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("val", pa.float64()), ("ts", pa.int64())])
+EVENTS_PARTS = ("p1", "p2")
+EventValue = tuple[str, float, int]
+
+
+def event_rows(batch: int, n: int = 40, start: int = 0) -> list[dict[str, Any]]:
+    """Batch ``batch`` of the events table: ``n`` keys from ``start + batch * n``, over two partitions, ``ts`` =
+    the batch (the precombine field)."""
+    return [{"id": start + batch * n + i, "part": EVENTS_PARTS[i % 2], "val": float((batch * 37 + i * 11) % 97),
+             "ts": batch} for i in range(n)]
+
+
+def events_by_key(table: pa.Table) -> dict[int, EventValue]:
+    """A read of the events table as key -> (part, val, ts); fails on a key read twice."""
+    out: dict[int, EventValue] = {}
+    for r in table.to_pylist():
+        assert r["id"] not in out, f"key {r['id']} appears twice"
+        out[int(r["id"])] = (r["part"], r["val"], r["ts"])
+    return out
+
+
+def expected_events(batches: Sequence[Sequence[Mapping[str, Any]]]) -> dict[int, EventValue]:
+    """What upserting ``batches`` in order leaves: each key's last value."""
+    return {r["id"]: (r["part"], r["val"], r["ts"]) for batch in batches for r in batch}

@@ -98,3 +98,19 @@ def write_props(path: Path, base: Path, port: int, **policy: str) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text("\n".join(lines) + "\n")
     tmp.replace(path)
+
+
+def clusterd(*args: str) -> str:
+    """Run ``hudi-clusterd ARGS`` in its own process (``execute``/``cluster`` on a local[1] Spark); returns its
+    stdout, fails with its stderr."""
+    cmd = [sys.executable, "-m", "hudi_clusterd", *args]
+    if args[0] in ("execute", "cluster"):
+        cmd += ["--spark-master", "local[1]", "--spark-conf", "spark.sql.shuffle.partitions=2"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def replacecommits(base: Path) -> dict[str, dict[str, Any]]:
+    """Every completed replacecommit of the table: instant time -> its commit JSON."""
+    return {p.name.split(".")[0]: json.loads(p.read_text()) for p in (base / ".hoodie").glob("*.replacecommit")}

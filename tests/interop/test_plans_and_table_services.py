@@ -7,56 +7,21 @@ for clustering to merge); the daemon's side runs as its CLI, in its own process,
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from hudi_clusterd.domain.plan import RequestedReplaceMetadata
 from hudi_clusterd.io.avro import decode_requested_replace
+from tests.builders import EVENTS_SCHEMA, event_rows, events_by_key, expected_events
 from tests.harness.apache_hudi import HudiWorker, hudi_write_options, read_hoodie_properties
+from tests.harness.daemon_harness import clusterd, replacecommits
 from tests.harness.hudi_versions import table_service_options
 
 pytestmark = pytest.mark.hudi
 
-SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("val", pa.float64()), ("ts", pa.int64())])
-PARTS = ("p1", "p2")
-
-
-def rows(batch: int, n: int = 40, start: int = 0) -> list[dict[str, Any]]:
-    return [{"id": start + batch * n + i, "part": PARTS[i % 2], "val": float((batch * 37 + i * 11) % 97),
-             "ts": batch} for i in range(n)]
-
-
-def by_key(table: pa.Table) -> dict[int, tuple[str, float, int]]:
-    out: dict[int, tuple[str, float, int]] = {}
-    for r in table.to_pylist():
-        assert r["id"] not in out, f"key {r['id']} appears twice"
-        out[int(r["id"])] = (r["part"], r["val"], r["ts"])
-    return out
-
-
-def expected(batches: Iterable[list[dict[str, Any]]]) -> dict[int, tuple[str, float, int]]:
-    out: dict[int, tuple[str, float, int]] = {}
-    for batch in batches:
-        for r in batch:
-            out[r["id"]] = (r["part"], r["val"], r["ts"])
-    return out
-
-
-def clusterd(*args: str) -> str:
-    """Run ``hudi-clusterd ARGS`` in its own process on a local[1] Spark; returns stdout, fails with stderr."""
-    cmd = [sys.executable, "-m", "hudi_clusterd", *args]
-    if args[0] in ("execute", "cluster"):
-        cmd += ["--spark-master", "local[1]", "--spark-conf", "spark.sql.shuffle.partitions=2"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}"
-    return done.stdout
 
 
 def writer(apache_hudi: HudiWorker, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -66,10 +31,6 @@ def writer(apache_hudi: HudiWorker, extra: Mapping[str, str] | None = None) -> d
 
 def hoodie(base: Path) -> list[str]:
     return sorted(p.name for p in (base / ".hoodie").iterdir() if p.is_file())
-
-
-def replacecommits(base: Path) -> dict[str, dict[str, Any]]:
-    return {p.name.split(".")[0]: json.loads(p.read_text()) for p in (base / ".hoodie").glob("*.replacecommit")}
 
 
 def clusterings(base: Path) -> list[str]:
@@ -87,10 +48,10 @@ def requested_plan(base: Path, instant: str) -> RequestedReplaceMetadata:
 def table(apache_hudi: HudiWorker, tmp_path: Path) -> tuple[Path, list[list[dict[str, Any]]]]:
     """A table Hudi wrote in three inserts (two new file groups each)."""
     base = tmp_path / "events"
-    batches = [rows(b) for b in range(3)]
+    batches = [event_rows(b) for b in range(3)]
     for batch in batches:
         apache_hudi.write(batch, base, {**writer(apache_hudi), "hoodie.datasource.write.operation": "insert"},
-                          schema=SCHEMA)
+                          schema=EVENTS_SCHEMA)
     return base, batches
 
 
@@ -110,14 +71,14 @@ def test_apache_hudi_executes_a_plan_the_daemon_scheduled(apache_hudi: HudiWorke
     assert completed["operationType"] == "CLUSTER"
     replaced = {(p, f) for p, ids in completed["partitionToReplaceFileIds"].items() for f in ids}
     assert replaced == set(plan.group_ids())
-    assert by_key(apache_hudi.read(base)) == expected(batches)
+    assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
     assert read_hoodie_properties(base)["hoodie.table.version"] == "6"
 
 
 def test_the_daemon_executes_a_plan_apache_hudi_scheduled(apache_hudi: HudiWorker,
                                                           table: tuple[Path, list[list[dict[str, Any]]]]) -> None:
     base, batches = table
-    before = by_key(apache_hudi.read(base))
+    before = events_by_key(apache_hudi.read(base))
     # Given a plan Apache Hudi scheduled without executing it
     apache_hudi.run_clustering(base, "schedule", options=table_service_options(writer(apache_hudi)))
     pending = [p.name.split(".")[0] for p in (base / ".hoodie").glob("*.replacecommit.requested")
@@ -130,7 +91,7 @@ def test_the_daemon_executes_a_plan_apache_hudi_scheduled(apache_hudi: HudiWorke
     # Then it is completed by us, Hudi reads every row once, with the commit times it had
     assert clusterings(base) == [instant]
     after = apache_hudi.read(base, columns=["id", "part", "val", "ts", "_hoodie_commit_time"])
-    assert by_key(after.drop_columns(["_hoodie_commit_time"])) == before == expected(batches)
+    assert events_by_key(after.drop_columns(["_hoodie_commit_time"])) == before == expected_events(batches)
     assert instant not in set(after.column("_hoodie_commit_time").to_pylist())
 
 
@@ -148,16 +109,17 @@ def test_hudi_cleaner_archiver_and_views_accept_the_daemons_instants(
     # Given two clusterings by the daemon and rollbacks of ours (plans dropped by hand)
     done: list[str] = []
     for b in range(3, 5):
-        batches.append(rows(b))
+        batches.append(event_rows(b))
         apache_hudi.write(batches[-1], base, {**services, "hoodie.datasource.write.operation": "insert"},
-                          schema=SCHEMA)
+                          schema=EVENTS_SCHEMA)
         clusterd("cluster", "--base-path", str(base), "--force", "--props", str(props(base, "val")))
         done = clusterings(base)
     assert len(done) == 2
     first_replaced = {(p, f) for p, ids in replacecommits(base)[done[0]]["partitionToReplaceFileIds"].items()
                       for f in ids}
-    batches.append(rows(5))
-    apache_hudi.write(batches[-1], base, {**services, "hoodie.datasource.write.operation": "insert"}, schema=SCHEMA)
+    batches.append(event_rows(5))
+    apache_hudi.write(batches[-1], base, {**services, "hoodie.datasource.write.operation": "insert"},
+                      schema=EVENTS_SCHEMA)
     for attempt in range(4):  # more rollbacks than hoodie.keep.max.commits: Hudi archives rollbacks by count
         out = clusterd("schedule", "--base-path", str(base), "--force")
         dropped = out.split("scheduled clustering ", 1)[1].split(":", 1)[0]
@@ -176,8 +138,8 @@ def test_hudi_cleaner_archiver_and_views_accept_the_daemons_instants(
     assert groups, "show_fsview_all listed nothing"
     # When Apache Hudi keeps writing with small retention: its cleaner and archiver run after each commit
     for b in range(6, 12):  # upserts of earlier keys: new slices for the cleaner, clean instants for the archiver
-        batches.append([{**r, "val": r["val"] + b, "ts": b} for r in rows(b % 3)])
-        apache_hudi.write(batches[-1], base, services, schema=SCHEMA)
+        batches.append([{**r, "val": r["val"] + b, "ts": b} for r in event_rows(b % 3)])
+        apache_hudi.write(batches[-1], base, services, schema=EVENTS_SCHEMA)
     # Then the files our first clustering replaced are cleaned, our instants are archived, and no row is lost
     live = {(p.parent.name, p.name.split("_", 1)[0]) for p in base.glob("p*/*.parquet")}
     assert not live & first_replaced, "the cleaner left file groups our clustering replaced"
@@ -187,4 +149,4 @@ def test_hudi_cleaner_archiver_and_views_accept_the_daemons_instants(
                                "start_ts => '20000101000000000', end_ts => '29991231000000000')")
     assert (done[0], "replacecommit") in {(str(r.get("commit_time")), r.get("action")) for r in archived}, archived
     assert any((base / ".hoodie").glob("*.clean")), hoodie(base)
-    assert by_key(apache_hudi.read(base)) == expected(batches)
+    assert events_by_key(apache_hudi.read(base)) == expected_events(batches)

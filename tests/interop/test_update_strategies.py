@@ -15,59 +15,24 @@ plan is pending, and ``hudi-clusterd execute`` runs the plan.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
+from tests.builders import EVENTS_SCHEMA, event_rows, events_by_key, expected_events
 from tests.harness.apache_hudi import HudiRequestError, HudiWorker, hudi_write_options
+from tests.harness.daemon_harness import clusterd, replacecommits
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.harness.hudi_versions import ALLOW_UPDATES_OPTIONS, HUDI_0_15, HUDI_1_2
 
 pytestmark = pytest.mark.hudi
 
-SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("val", pa.float64()), ("ts", pa.int64())])
-PARTS = ("p1", "p2")
 
 REJECT = "org.apache.hudi.client.clustering.update.strategy.SparkRejectUpdateStrategy"
 SIMPLE_RESOLUTION = "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy"
 UPDATES_STRATEGY = "hoodie.clustering.updates.strategy"
 RESOLUTION_STRATEGY = "hoodie.write.lock.conflict.resolution.strategy"
-
-
-def rows(batch: int, n: int = 40) -> list[dict[str, Any]]:
-    return [{"id": batch * n + i, "part": PARTS[i % 2], "val": float((batch * 37 + i * 11) % 97), "ts": batch}
-            for i in range(n)]
-
-
-def by_key(table: pa.Table) -> dict[int, tuple[str, float, int]]:
-    out: dict[int, tuple[str, float, int]] = {}
-    for r in table.to_pylist():
-        assert r["id"] not in out, f"key {r['id']} appears twice"
-        out[int(r["id"])] = (r["part"], r["val"], r["ts"])
-    return out
-
-
-def expected(batches: Iterable[list[dict[str, Any]]]) -> dict[int, tuple[str, float, int]]:
-    return {r["id"]: (r["part"], r["val"], r["ts"]) for batch in batches for r in batch}
-
-
-def clusterd(*args: str) -> str:
-    """Run ``hudi-clusterd ARGS`` in its own process on a local[1] Spark; returns stdout, fails with stderr."""
-    cmd = [sys.executable, "-m", "hudi_clusterd", *args]
-    if args[0] in ("execute", "cluster"):
-        cmd += ["--spark-master", "local[1]", "--spark-conf", "spark.sql.shuffle.partitions=2"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}"
-    return done.stdout
-
-
-def replacecommits(base: Path) -> dict[str, dict[str, Any]]:
-    return {p.name.split(".")[0]: json.loads(p.read_text()) for p in (base / ".hoodie").glob("*.replacecommit")}
 
 
 def writer(apache_hudi: HudiWorker, **extra: str) -> dict[str, str]:
@@ -91,10 +56,10 @@ def p1_updates(batches: list[list[dict[str, Any]]], tag: int) -> list[dict[str, 
 def planned(apache_hudi: HudiWorker, tmp_path: Path) -> tuple[Path, list[list[dict[str, Any]]], str]:
     """Three inserts by Hudi, then a pending plan of ours over all six file groups."""
     base = tmp_path / "events"
-    batches = [rows(b) for b in range(3)]
+    batches = [event_rows(b) for b in range(3)]
     for batch in batches:
         apache_hudi.write(batch, base, {**writer(apache_hudi), "hoodie.datasource.write.operation": "insert"},
-                          schema=SCHEMA)
+                          schema=EVENTS_SCHEMA)
     out = clusterd("schedule", "--base-path", str(base), "--force")
     instant = out.split("scheduled clustering ", 1)[1].split(":", 1)[0]
     assert (base / ".hoodie" / f"{instant}.replacecommit.requested").exists()
@@ -111,14 +76,14 @@ def test_allow_strategy_with_simple_resolution(
     update = p1_updates(batches, 1)
     if apache_hudi.setup is HUDI_0_15:
         # Then Hudi 0.15 commits it: its OCC check only considers clustering plans requested after the write began
-        apache_hudi.write(update, base, options, schema=SCHEMA)
+        apache_hudi.write(update, base, options, schema=EVENTS_SCHEMA)
         batches.append(update)
     else:
         assert apache_hudi.setup is HUDI_1_2
         # Then Hudi 1.2 fails it at its own commit: on a version-6 table it counts every pending clustering plan
         # as a concurrent writer of the plan's file groups, whatever its instant time
         with pytest.raises(HudiRequestError) as err:
-            apache_hudi.write(update, base, options, schema=SCHEMA)
+            apache_hudi.write(update, base, options, schema=EVENTS_SCHEMA)
         assert "HoodieWriteConflictException" in causes(err.value), causes(err.value)
         # (its data files stay behind, uncommitted, with their markers: our commit sees them being written)
     assert_plan_commits_without_the_moved_group(apache_hudi, base, batches, instant)
@@ -130,14 +95,14 @@ def test_reject_strategy_fails_the_upsert_and_allow_with_prefer_writer_lets_it_w
     update = p1_updates(batches, 1)
     # When Hudi, with its default update strategy (set explicitly here), upserts keys of a planned file group
     with pytest.raises(HudiRequestError) as err:
-        apache_hudi.write(update, base, writer(apache_hudi, **{UPDATES_STRATEGY: REJECT}), schema=SCHEMA)
+        apache_hudi.write(update, base, writer(apache_hudi, **{UPDATES_STRATEGY: REJECT}), schema=EVENTS_SCHEMA)
     # Then the write fails on both versions, with Hudi's exception for updates to file groups under clustering
     assert "HoodieClusteringUpdateException" in causes(err.value), causes(err.value)
     assert "Not allowed to update the clustering file group" in causes(err.value)
-    assert by_key(apache_hudi.read(base)) == expected(batches)
+    assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
     # When Hudi upserts the same keys with the settings the README gives (SparkAllowUpdateStrategy, no rollback
     # of pending clustering, PreferWriterConflictResolutionStrategy)
-    apache_hudi.write(update, base, writer(apache_hudi, **ALLOW_UPDATES_OPTIONS), schema=SCHEMA)
+    apache_hudi.write(update, base, writer(apache_hudi, **ALLOW_UPDATES_OPTIONS), schema=EVENTS_SCHEMA)
     batches.append(update)
     # Then the upsert commits on both versions, and our clustering, at its commit, leaves out the moved group
     assert_plan_commits_without_the_moved_group(apache_hudi, base, batches, instant)
@@ -152,12 +117,12 @@ def assert_plan_commits_without_the_moved_group(apache_hudi: HudiWorker, base: P
     assert set(meta["partitionToReplaceFileIds"]) == {"p2"}, json.dumps(meta)[:2000]
     assert meta["extraMetadata"].get("hudi-clusterd.groups.dropped") is not None
     # And every key reads once with its latest value, through Hudi and through hudi-rs
-    want = expected(batches)
-    assert by_key(apache_hudi.read(base)) == want
+    want = expected_events(batches)
+    assert events_by_key(apache_hudi.read(base)) == want
     got = {r["id"]: (r["part"], r["val"], r["ts"]) for r in hudi_rs_rows(base, ["id", "part", "val", "ts"], "id")}
     assert got == want
     # And a later Hudi upsert of the same keys (after our clustering) still lands once
     again = [{**r, "val": r["val"] + 1, "ts": 300} for r in batches[0]]
-    apache_hudi.write(again, base, writer(apache_hudi, **ALLOW_UPDATES_OPTIONS), schema=SCHEMA)
+    apache_hudi.write(again, base, writer(apache_hudi, **ALLOW_UPDATES_OPTIONS), schema=EVENTS_SCHEMA)
     batches.append(again)
-    assert by_key(apache_hudi.read(base)) == expected(batches)
+    assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
