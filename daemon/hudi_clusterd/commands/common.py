@@ -34,5 +34,4 @@ def load_policy(path: str | None) -> ClusteringPolicy:
 
 def open_table(base_path: str, policy: ClusteringPolicy) -> HoodieTable:
     """The table, locked the way its writers lock it (``hoodie.write.lock.filesystem.*`` of the policy)."""
-    return HoodieTable.open(base_path, lock_options=LockOptions(path=policy.lock_path,
-                                                                expire_minutes=policy.lock_expire_minutes))
+    return HoodieTable.open(base_path, lock_options=LockOptions.for_policy(policy))

@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 
 import structlog
 
+from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.errors import LockError, StorageError
 from hudi_clusterd.io.storage import Storage
 
@@ -75,6 +76,12 @@ class LockOptions:
     stale_s: float = DEFAULT_STALE_S
     path: str | None = None
     expire_minutes: int = 0
+
+    @classmethod
+    def for_policy(cls, policy: ClusteringPolicy, timeout_s: float = DEFAULT_TIMEOUT_S,
+                   stale_s: float = DEFAULT_STALE_S) -> LockOptions:
+        """The options a table's policy names (``hoodie.write.lock.filesystem.path`` and ``.expire``)."""
+        return cls(timeout_s, stale_s, policy.lock_path, policy.lock_expire_minutes)
 
     def __post_init__(self) -> None:
         if self.stale_s <= 0 or self.timeout_s < 0 or self.expire_minutes < 0:

@@ -145,16 +145,25 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
     if not any(stats_by_group):
         raise ExecutionError(f"clustering {instant} produced no files; refusing to replace its input")
     deadline = time.monotonic() + undecided_wait_s
-    waited_for: tuple[str, ...] = ()
     while True:
         committed = _try_complete(table, instant, plan, stats_by_group, extra,
                                   may_wait=time.monotonic() < deadline)
         if isinstance(committed, Committed):
             return committed
-        if committed != waited_for:
-            log.info("waiting for pending writes to declare their file groups before committing", instant=instant,
-                     writes=list(committed))
-            waited_for = committed
+        log.info("waiting for pending writes to declare their file groups before committing", instant=instant,
+                 writes=list(committed))
+        _wait_while_requested(table, committed, deadline)
+
+
+def _wait_while_requested(table: HoodieTable, times: Sequence[str], deadline: float) -> None:
+    """Until none of the instants ``times`` is still only requested by a live writer, or ``deadline``; reads the
+    timeline and heartbeats, without the lock."""
+    waiting = set(times)
+    while time.monotonic() < deadline:
+        if not any(i.time in waiting and i.state is State.REQUESTED
+                   and not heartbeat_expired(table.storage, i, INGESTION_TIMEOUT_S)
+                   for i in table.timeline().writes().pending()):
+            return
         time.sleep(UNDECIDED_POLL_S)
 
 
@@ -212,10 +221,7 @@ def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
         )
         table.timeline_store.create(inflight.with_state(State.COMPLETED), meta.to_json_bytes())
     delete_markers(table.storage, instant)
-    if not kept:
-        log.warning("clustering lost to ingestion: committed empty, replacing nothing", instant=instant,
-                    dropped_groups=len(dropped), conflicts=described[:5])
-    elif dropped:
+    if dropped and kept:
         log.warning("clustering committed without the groups ingestion moved", instant=instant,
                     dropped_groups=len(dropped), kept_groups=len(kept), conflicts=described[:5])
     return Committed(meta, tuple(stats), dropped, tuple(described))

@@ -127,8 +127,8 @@ class TableWorker:
     @staticmethod
     def table_key(settings: Settings, spec: TableSpec) -> tuple[str, LockOptions]:
         """What the open table depends on: its base path and how it is locked."""
-        return spec.base_path, LockOptions(settings.lock_timeout_seconds, settings.lock_stale_seconds,
-                                           spec.policy.lock_path, spec.policy.lock_expire_minutes)
+        return spec.base_path, LockOptions.for_policy(spec.policy, settings.lock_timeout_seconds,
+                                                      settings.lock_stale_seconds)
 
     def open_table(self, settings: Settings, spec: TableSpec) -> HoodieTable:
         """The table, kept between ticks; opened again when its base path or lock settings change."""
