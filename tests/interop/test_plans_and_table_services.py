@@ -13,8 +13,14 @@ from typing import Any
 
 import pytest
 
+from hudi_clusterd.domain.file_group import base_file_name
+from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import RequestedReplaceMetadata
-from hudi_clusterd.io.avro import decode_requested_replace
+from hudi_clusterd.errors import StorageError
+from hudi_clusterd.io.avro import decode_ocf, decode_requested_replace
+from hudi_clusterd.io.markers import create_marker
+from hudi_clusterd.io.rollback import rollback_pending
+from hudi_clusterd.io.table import HoodieTable
 from tests.builders import EVENTS_SCHEMA, event_rows, events_by_key, expected_events
 from tests.harness.apache_hudi import HudiWorker, hudi_write_options, read_hoodie_properties
 from tests.harness.daemon_harness import clusterd, replacecommits
@@ -149,4 +155,50 @@ def test_hudi_cleaner_archiver_and_views_accept_the_daemons_instants(
                                "start_ts => '20000101000000000', end_ts => '29991231000000000')")
     assert (done[0], "replacecommit") in {(str(r.get("commit_time")), r.get("action")) for r in archived}, archived
     assert any((base / ".hoodie").glob("*.clean")), hoodie(base)
+    assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
+
+
+def test_apache_hudi_completes_a_rollback_the_daemon_left_pending(
+        apache_hudi: HudiWorker, table: tuple[Path, list[list[dict[str, Any]]]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    base, batches = table
+    # Given a plan of ours whose execution wrote a file, then failed, and whose rollback stopped part-way (its
+    # plan written, the file not yet deleted), as when the daemon dies while rolling back
+    out = clusterd("schedule", "--base-path", str(base), "--force", "--props", str(props(base, "val")))
+    instant = out.split("scheduled clustering ", 1)[1].split(":", 1)[0]
+    plan = requested_plan(base, instant).clustering_plan
+    assert plan is not None
+    slice_ = plan.input_groups[0].slices[0]
+    hudi_table = HoodieTable.open(str(base))
+    hudi_table.timeline_store.create(Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT), b"")
+    written = base_file_name("00000000-0000-4000-8000-000000000001-0", "0-1-2", instant)
+    create_marker(hudi_table.storage, instant, slice_.partition_path, written)
+    attempt = base / slice_.partition_path / written
+    attempt.write_bytes((base / slice_.partition_path / Path(slice_.data_file_path).name).read_bytes())
+
+    real_delete = hudi_table.storage.delete
+
+    def fail_on_the_attempt(rel: str, *, missing_ok: bool = True) -> bool:
+        if rel.endswith(written):
+            raise StorageError(f"cannot delete {rel}")
+        return real_delete(rel, missing_ok=missing_ok)
+
+    monkeypatch.setattr(hudi_table.storage, "delete", fail_on_the_attempt)
+    with pytest.raises(StorageError, match="stays pending"):
+        rollback_pending(hudi_table, instant, Action.REPLACE_COMMIT)
+    assert not (base / ".hoodie" / "lock").exists()
+    pending = sorted(p.name for p in (base / ".hoodie").glob("*.rollback.*"))
+    assert len(pending) == 2, pending  # R.rollback.requested (our plan) and R.rollback.inflight
+    ours = pending[0].split(".")[0]
+    path = base / ".hoodie" / f"{ours}.rollback.requested"
+    assert all(r["logBlocksToBeDeleted"] == {} for r in decode_ocf(path.read_bytes(), str(path))["RollbackRequests"])
+    # When Apache Hudi executes the plan: it first finishes the inflight attempt's rollback, with our rollback plan
+    apache_hudi.run_clustering(base, "execute", options=table_service_options(writer(apache_hudi)),
+                               instants=[instant])
+    # Then our rollback instant completed (Hudi did not start another), it deleted the attempt's file, the plan
+    # completed, and every row reads once
+    rollbacks = sorted(p.name for p in (base / ".hoodie").glob("[0-9]*.rollback*"))
+    assert rollbacks == [f"{ours}.rollback", f"{ours}.rollback.inflight", f"{ours}.rollback.requested"], rollbacks
+    assert not attempt.exists()
+    assert clusterings(base) == [instant]
     assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
