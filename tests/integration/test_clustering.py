@@ -92,6 +92,35 @@ def test_cluster_gzip_input_output_files_near_target_without_remainders(tmp_path
     assert sorted(r["id"] for r in hudi_rs_rows(tmp_path / "t")) == list(range(48_000))
 
 
+def test_cluster_files_near_target_when_the_sample_overstates_the_output(tmp_path: Path, runner: GroupRunner
+                                                                          ) -> None:
+    # Given 400,000 rows (20 times the size sample) whose columns follow the sort column: in sort order they
+    # compress far better than in the sample, whose neighbours lie 20 rows apart (it overstates bytes per row)
+    rng = random.Random(11)
+    gen = TableGen(tmp_path / "t", partitioned=False)
+    xs: list[float] = []
+
+    def following_x(part: str, n: int) -> dict[str, pa.Array]:
+        return {**{f"b{k}": pa.array([int(v * 10**k) for v in xs], pa.int64()) for k in (2, 3, 4, 5)},
+                **{f"y{k}": pa.array([round(v, k) for v in xs], pa.float64()) for k in (2, 3, 4)},
+                **{f"label{k}": pa.array([f"cell-{int(v * 10**k)}" for v in xs]) for k in (2, 3)}}
+
+    for _ in range(20):
+        xs = [rng.uniform(0, 100) for _ in range(20_000)]
+        gen.commit({"": xs}, extra_columns=following_x)
+    target = 1024 * KB
+    pol = make_policy(**{"sort.columns": "x", "target.file.max.bytes": str(target)})
+    # When clustered
+    result = run(gen.table, pol, runner)
+    assert result.outcome == "completed"
+    sizes = sorted(data_bytes(f) for f in (tmp_path / "t").glob(f"*_{result.instant}.parquet"))
+    # Then the files land near the target (one writing task per estimated file made them 0.63 of it)
+    assert all(s <= 1.1 * target for s in sizes), sizes
+    assert sizes[len(sizes) // 2] >= 0.75 * target, sizes
+    assert len(sizes) <= -(-sum(sizes) // int(0.75 * target)), (len(sizes), sum(sizes))
+    assert len(hudi_rs_rows(tmp_path / "t")) == 400_000
+
+
 def test_cluster_linear_keeps_every_row_and_meta_and_orders_output(tmp_path: Path, runner: GroupRunner) -> None:
     gen = make_table(tmp_path)
     base, table = gen.base, gen.table

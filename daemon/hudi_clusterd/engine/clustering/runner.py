@@ -3,9 +3,9 @@
 Each group: a job group named after table, instant and group (visible in the Spark UI, cancellable), its own
 FAIR scheduler pool (one long group does not starve the others), a read of exactly the plan's base files, the
 layout sort of the plan's work order (linear, Z-order or Hilbert), and a write of new file groups near the
-work order's target size: their number is measured from a sample written as the output will be, not taken from
-the plan's ``numOutputFileGroups``. Meta columns are preserved and ``_hoodie_file_name`` rewritten. Group data
-never reaches the driver.
+work order's target size: the tasks that write them are counted from a sample written as the output will be
+(not from the plan's ``numOutputFileGroups``), and each task cuts its rows into files by their measured size.
+Meta columns are preserved and ``_hoodie_file_name`` rewritten. Group data never reaches the driver.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.plan import ClusteringPlan, WorkOrder
 from hudi_clusterd.engine.clustering.exchange import SortedRuns, ranges_per_partition
 from hudi_clusterd.engine.clustering.scan import GroupScan, ScanFile
-from hudi_clusterd.engine.clustering.sizing import output_bytes_per_row, output_file_groups
+from hudi_clusterd.engine.clustering.sizing import output_bytes_per_row, output_file_groups, writing_tasks
 from hudi_clusterd.engine.clustering.sorting import exchange_layout, sort_for_layout
 from hudi_clusterd.engine.files import (
     executor_base_path,
@@ -63,8 +63,8 @@ the reference dataset take 2.3)."""
 
 @dataclass(frozen=True, slots=True)
 class OutputShape:
-    """A group's output as sized from a sample: file groups, Arrow bytes per row, columns worth a dictionary
-    (None: all)."""
+    """A group's output as sized from a sample: the tasks that write it (`sizing.writing_tasks`; each cuts its
+    rows into files near the target), Arrow bytes per row, columns worth a dictionary (None: all)."""
 
     partitions: int
     memory_bytes_per_row: float
@@ -124,10 +124,10 @@ class SparkGroupRunner:
 
     def output_shape(self, table: HoodieTable, plan: ClusteringPlan, index: int, rows: int,
                      input_bytes: int = 0) -> OutputShape:
-        """How many output file groups the group's ``rows`` make at the target size, the Arrow bytes a row takes
-        in memory and the columns worth a dictionary, from a sample written as the output will be (`sizing`);
-        when the sample cannot be read: the plan's file count, `MEMORY_PER_INPUT_BYTE` times the input's bytes
-        per row, and dictionaries everywhere."""
+        """How many tasks write the group's ``rows`` (from the files they make at the target size), the Arrow
+        bytes a row takes in memory and the columns worth a dictionary, from a sample written as the output will
+        be (`sizing`); when the sample cannot be read: tasks for the plan's file count, `MEMORY_PER_INPUT_BYTE`
+        times the input's bytes per row, and dictionaries everywhere."""
         group = plan.input_groups[index]
         planned = max(1, group.num_output_file_groups)
         storage = table.storage
@@ -138,15 +138,14 @@ class SparkGroupRunner:
             CLUSTERING_COMPRESSION, row_group_bytes(target_file_bytes), order.sort_columns,
             (FILE_NAME_FIELD, PARTITION_PATH_FIELD))
         if size is None:
-            return OutputShape(planned, MEMORY_PER_INPUT_BYTE * input_bytes / max(rows, 1), None)
+            return OutputShape(writing_tasks(planned), MEMORY_PER_INPUT_BYTE * input_bytes / max(rows, 1), None)
         n = output_file_groups(rows, size.disk, target_file_bytes)
-        if n != planned:
-            log.info("output file groups sized from a sample", table=table.name, group=index, planned=planned,
-                     output_file_groups=n, bytes_per_row=round(size.disk, 1))
+        log.info("output sized from a sample", table=table.name, group=index, planned=planned,
+                 estimated_files=n, writing_tasks=writing_tasks(n), bytes_per_row=round(size.disk, 1))
         dictionary = size.dictionary_columns
         if dictionary is not None:  # one value per file: always worth a dictionary
             dictionary = (*dictionary, FILE_NAME_FIELD, PARTITION_PATH_FIELD)
-        return OutputShape(n, size.memory, dictionary)
+        return OutputShape(writing_tasks(n), size.memory, dictionary)
 
     def layout(self, table: HoodieTable, plan: ClusteringPlan, index: int, files: Sequence[ScanFile]
                ) -> GroupLayout:

@@ -8,7 +8,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_clusterd.engine.clustering.sizing import FILL, SampleSize, _spread, output_file_groups, sample_bytes_per_row
+from hudi_clusterd.engine.clustering.sizing import (
+    FILL,
+    SampleSize,
+    _spread,
+    output_file_groups,
+    sample_bytes_per_row,
+    writing_tasks,
+)
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.storage import Storage
 
@@ -110,3 +117,8 @@ def test_sample_merges_files_with_an_added_column(tmp_path: Path) -> None:
 
 def test_sample_of_nothing_is_empty(tmp_path: Path) -> None:
     assert sample_bytes_per_row(Storage(str(tmp_path)), [], "snappy", MIB, ["id"]) == SampleSize(0, 0, 0)
+
+
+@pytest.mark.parametrize(("files", "tasks"), [(1, 1), (4, 1), (5, 2), (16, 4), (763, 191), (0, 1)])
+def test_writing_tasks_write_several_estimated_files_each(files: int, tasks: int) -> None:
+    assert writing_tasks(files) == tasks
