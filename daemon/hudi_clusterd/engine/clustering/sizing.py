@@ -49,9 +49,8 @@ SAMPLE_FILES = 64
 """Input files the sample's rows come from (evenly spread over the group's files)."""
 
 FILL = 0.9
-"""Share of the target each output file aims at: the sample misses the output's bytes per row by a few percent
-(its neighbours in sort order are farther apart than in the whole group), and a file predicted just over the
-target would be written as two halves."""
+"""Share of the target each estimated file aims at, so that an output predicted just over a whole number of
+targets is not cut into one more file than it needs."""
 
 
 def _spread(paths: Sequence[str], count: int) -> list[str]:
