@@ -187,9 +187,11 @@ class TableWorker:
         return ours
 
     def _observe(self, snapshot: TableSnapshot, spec: TableSpec, scheduled: int) -> None:
+        """Report the table's gauges; a plan ``scheduled`` after ``snapshot`` was read is the newest clustering
+        instant, so no commit counts since it."""
         latest = snapshot.latest_files()
         self.observer.notify(TableObserved(
-            self.name, snapshot.commits_since_clustering, len(snapshot.pending) + scheduled,
+            self.name, 0 if scheduled else snapshot.commits_since_clustering, len(snapshot.pending) + scheduled,
             snapshot.oldest_pending_age_s(), len(latest),
             sum(1 for f in latest if f.size < spec.policy.small_file_limit)))
 

@@ -70,3 +70,16 @@ def test_daemon_run_once_broken_table_is_logged_and_others_still_ticked(tmp_path
     observed = [e for e in recorded.events if isinstance(e, TableObserved)]
     assert [e.table for e in observed] == ["b"]  # b was ticked: planned, tried, reported
     assert observed[0].pending_plans == 1
+
+
+def test_the_tick_that_schedules_a_plan_reports_no_commits_since_clustering(tmp_path: Path) -> None:
+    # Given a table with 4 commits and a trigger at 4, and one with 3 (not yet due)
+    due, waiting = small_table(tmp_path / "a"), small_table(tmp_path / "b", commits=3)
+    recorded = _Recorded()
+    daemon = _daemon({"a": due.base, "b": waiting.base}, max_commits="4", observer=recorded)
+    # When each table is ticked once (a's plan is scheduled; its groups then fail)
+    daemon.run_once()
+    # Then a's gauge counts from the plan just saved (the newest clustering instant), b's from the start
+    observed = {e.table: e for e in recorded.events if isinstance(e, TableObserved)}
+    assert (observed["a"].commits_since_clustering, observed["a"].pending_plans) == (0, 1)
+    assert (observed["b"].commits_since_clustering, observed["b"].pending_plans) == (3, 0)
