@@ -140,7 +140,7 @@ class SparkGroupRunner:
         if size is None:
             return OutputShape(writing_tasks(planned), MEMORY_PER_INPUT_BYTE * input_bytes / max(rows, 1), None)
         n = output_file_groups(rows, size.disk, target_file_bytes)
-        log.info("output sized from a sample", table=table.name, group=index, planned=planned,
+        log.info("output sized from a sample", group=index, planned=planned,
                  estimated_files=n, writing_tasks=writing_tasks(n), bytes_per_row=round(size.disk, 1))
         dictionary = size.dictionary_columns
         if dictionary is not None:  # one value per file: always worth a dictionary
