@@ -18,6 +18,19 @@ log = structlog.get_logger(__name__)
 ColumnRange = tuple[Any, Any]
 
 
+def leaf_columns(md: pq.FileMetaData) -> dict[str, int]:
+    """Column index by dotted leaf path, from the first row group's column chunks.
+
+    ``FileMetaData.schema`` would do, but the schema object and the metadata refer to each other, so the
+    metadata (with its footer, about 0.9 MB on a Hudi base file of 86,000 rows: the bloom filter) then waits for
+    the cyclic garbage collector: reading 400 footers that way held 0.5 GiB at once. A file without row groups
+    has no rows, and only then is the schema read."""
+    if md.num_row_groups == 0:
+        return {md.schema.column(i).path: i for i in range(md.num_columns)}
+    group = md.row_group(0)
+    return {group.column(i).path_in_schema: i for i in range(md.num_columns)}
+
+
 def _file_range(storage: Storage, bf: BaseFile, column: str) -> ColumnRange | None:
     try:
         with storage.fs.open_input_file(storage.full_path(bf.relative_path)) as f:
@@ -25,8 +38,7 @@ def _file_range(storage: Storage, bf: BaseFile, column: str) -> ColumnRange | No
     except Exception as e:  # a damaged footer must not stop planning: the file just has no known range
         log.warning("cannot read parquet footer", file=bf.relative_path, error=str(e))
         return None
-    schema = md.schema
-    index = next((i for i in range(md.num_columns) if schema.column(i).path == column), None)
+    index = leaf_columns(md).get(column)
     if index is None:
         return None
     lo: Any = None

@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.errors import StorageError, TableError
+from hudi_clusterd.io.footers import leaf_columns
 
 QUERY_COUNT = 600
 QUERY_SEED = 1
@@ -230,7 +231,7 @@ def read_boxes(
     found = [False] * len(columns)
     for f, path in enumerate(paths):
         md = _read_metadata(os.fspath(path), filesystem)
-        leaf = {md.schema.column(i).path: i for i in range(md.num_columns)}
+        leaf = leaf_columns(md)
         for k, column in enumerate(columns):
             index = leaf.get(column)
             found[k] = found[k] or index is not None
