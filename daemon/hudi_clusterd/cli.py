@@ -20,6 +20,7 @@ from hudi_clusterd import __version__
 from hudi_clusterd.errors import ClusterdError, ConfigError, TableError
 from hudi_clusterd.exit_codes import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_SIGNAL_FORCED, EXIT_TABLE
 from hudi_clusterd.runtime.logging import configure_logging
+from hudi_clusterd.runtime.memory import map_large_blocks
 
 # Sub-command modules, in the order ``--help`` lists them (``execute`` registers ``execute`` and ``cluster``).
 COMMANDS = (
@@ -61,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_FAILURE
     configure_logging(args.log_level, args.log_format)
+    map_large_blocks()
     base_path = getattr(args, "base_path", None)
     context = {"table": base_path} if isinstance(base_path, str) else {}  # one-shot commands serve one table
     try:
