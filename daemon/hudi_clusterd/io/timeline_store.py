@@ -58,6 +58,16 @@ class TimelineStore:
         self._files = files
         return Timeline.from_states(states)
 
+    def listed_states(self) -> list[Instant]:
+        """Every state file of the last listing as an instant (requested, inflight and completed side by side),
+        with its modification time: what `load` collapses to one instant per time."""
+        out: list[Instant] = []
+        for fi in self.listed:
+            inst = parse_instant_file_name(fi.name, fi.mtime_ms)
+            if inst is not None:
+                out.append(inst)
+        return out
+
     def _file_name(self, instant: Instant) -> str:
         return instant.file_name
 

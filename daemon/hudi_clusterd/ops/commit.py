@@ -5,8 +5,9 @@ another writer took for another action meanwhile withdraws the clustering (`Inst
 have a marker of the instant but no write stat (failed or duplicate task attempts, or a writer of a dead earlier
 attempt that outlived its driver) are deleted; if an input file group got a newer slice, was replaced, is claimed
 by another plan or is being written by a pending instant (its markers, or the file ids its inflight state
-declares; while a live writer's instant is only requested the commit waits for it), *ingestion wins*: that plan
-group is left out (its files deleted, its file groups not replaced). Then ``T.replacecommit`` is written
+declares; while a live writer's instant is only requested the commit waits for it, and right after a writer
+completed it waits to see whether the next one starts, see `complete`), *ingestion wins*: that plan group is left
+out (its files deleted, its file groups not replaced). Then ``T.replacecommit`` is written
 (operationType CLUSTER, a write stat per new file, every kept input group replaced, ``extraMetadata.schema``),
 which is the commit point; the markers go after it. When every group of a plan of ours moved, the commit replaces
 nothing and writes nothing: the plan is never deleted, because Apache Hudi writers list the timeline and then
@@ -17,9 +18,10 @@ to decide.
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -51,8 +53,15 @@ DROPPED_GROUPS_KEY = "hudi-clusterd.groups.dropped"
 
 
 UNDECIDED_WAIT_S = 60.0
-"""How long a commit waits for pending writes that have not yet said which file groups they write."""
+"""How long a commit waits, in all, for writers: pending writes that have not yet said which file groups they
+write, and the next write of a writer that just completed one."""
 UNDECIDED_POLL_S = 0.25
+
+INGESTION_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT})
+RHYTHM_PAIRS = 5
+"""How many recent (completion, next requested instant) pairs measure the writers' pause between writes."""
+SETTLE_FACTOR = 3.0
+SETTLE_CAP_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +71,50 @@ class PendingWrites:
     ``writing``: group → the instant writing it, by its markers or by the file ids its inflight state declares
     (Apache Hudi saves its workload profile there after looking its records up, before it writes any file).
     ``undecided``: instants still only requested whose writer is alive: they may be looking their records up in
-    the file groups as they are now, and their file groups are not known yet."""
+    the file groups as they are now, and their file groups are not known yet.
+    ``in_progress``: inflight instants whose writer is alive (it has declared its file groups)."""
 
     writing: dict[FileGroupId, str]
     undecided: tuple[str, ...] = ()
+    in_progress: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IngestionRhythm:
+    """When the newest ingestion write (commit or deltacommit) completed, and the longest recent pause between a
+    write's completion and the next write's requested state (both by their files' modification times)."""
+
+    last_completed_ms: int
+    longest_pause_ms: int
+
+    def settled_at_ms(self) -> int:
+        """After this (epoch ms) without a new write, the writers are taken to be idle: ``SETTLE_FACTOR`` times
+        their longest recent pause after the last completion, at most ``SETTLE_CAP_S``."""
+        return self.last_completed_ms + int(min(SETTLE_CAP_S * 1000.0, SETTLE_FACTOR * self.longest_pause_ms))
+
+
+def ingestion_rhythm(states: Iterable[Instant], pairs: int = RHYTHM_PAIRS) -> IngestionRhythm | None:
+    """The rhythm of the ingestion writes among ``states`` (every state file, as `TimelineStore.listed_states`
+    gives them); None without a completed write. A write that completed with no write requested after it yet
+    adds no pause."""
+    requested: list[int] = []
+    completed: list[int] = []
+    for inst in states:
+        if inst.action in INGESTION_ACTIONS and inst.transition_ms > 0:
+            if inst.state is State.REQUESTED:
+                requested.append(inst.transition_ms)
+            elif inst.state is State.COMPLETED:
+                completed.append(inst.transition_ms)
+    if not completed:
+        return None
+    requested.sort()
+    completed.sort()
+    pauses = []
+    for done in completed[-(pairs + 1):]:
+        nxt = bisect.bisect_left(requested, done)
+        if nxt < len(requested):
+            pauses.append(requested[nxt] - done)
+    return IngestionRhythm(completed[-1], max(pauses, default=0))
 
 
 def declared_file_ids(data: bytes) -> list[FileGroupId]:
@@ -90,6 +139,7 @@ def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroup
     """What pending write instants (other than clustering) are doing to ``groups`` (see `PendingWrites`)."""
     out: dict[FileGroupId, str] = {}
     undecided: list[str] = []
+    in_progress: list[str] = []
     for inst in timeline.writes().pending():
         if inst.time == own_instant or inst.action is Action.REPLACE_COMMIT:
             continue
@@ -105,9 +155,11 @@ def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroup
             for gid in declared:
                 if gid in groups:
                     out.setdefault(gid, inst.time)
+            if not heartbeat_expired(table.storage, inst, INGESTION_TIMEOUT_S):
+                in_progress.append(inst.time)
         elif not heartbeat_expired(table.storage, inst, INGESTION_TIMEOUT_S):
             undecided.append(inst.time)
-    return PendingWrites(out, tuple(undecided))
+    return PendingWrites(out, tuple(undecided), tuple(in_progress))
 
 
 def fresh_view(table: HoodieTable, plan: ClusteringPlan) -> FileSystemView:
@@ -139,20 +191,43 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
     writing nothing (its requested file stays: Hudi writers may be reading it); another writer's plan is refused
     (``CommitConflictError``) and rolled back by the caller with its plan kept.
 
-    While a live writer's instant is only requested (it may be looking its records up in our input file groups,
-    and has not declared which it writes), the commit waits for it, outside the lock, up to ``undecided_wait_s``:
-    committing then would make that writer's own commit fail on the conflict (a failed micro-batch)."""
+    Two moments would fail a writer's own commit on the conflict (a failed micro-batch), so the commit waits them
+    out, outside the lock, up to ``undecided_wait_s`` in all:
+
+    - a live writer's instant is only requested: it may be looking its records up in our input file groups, and
+      has not declared which it writes;
+    - no write is pending, but one completed moments ago (within `IngestionRhythm.settled_at_ms`): the writer's
+      next write may already hold its instant time without having written its requested state. Apache Hudi's
+      writer counts every replacecommit completed after its instant time as a concurrent write, so a clustering
+      committed then fails it as soon as it updates a record the clustering moved. The commit waits for the next
+      write to declare its file groups (and commits while it runs) or for the writers to fall idle."""
     if not any(stats_by_group):
         raise ExecutionError(f"clustering {instant} produced no files; refusing to replace its input")
     deadline = time.monotonic() + undecided_wait_s
     while True:
-        committed = _try_complete(table, instant, plan, stats_by_group, extra,
-                                  may_wait=time.monotonic() < deadline)
-        if isinstance(committed, Committed):
-            return committed
-        log.info("waiting for pending writes to declare their file groups before committing", instant=instant,
-                 writes=list(committed))
-        _wait_while_requested(table, committed, deadline)
+        attempt = _try_complete(table, instant, plan, stats_by_group, extra,
+                                may_wait=time.monotonic() < deadline)
+        if isinstance(attempt, Committed):
+            return attempt
+        if attempt.undecided:
+            log.info("waiting for pending writes to declare their file groups before committing", instant=instant,
+                     writes=list(attempt.undecided))
+            _wait_while_requested(table, attempt.undecided, deadline)
+        else:
+            log.info("a write completed moments ago; waiting for the next one to start, or for the writers to fall "
+                     "idle, before committing", instant=instant,
+                     idle_in_s=round(max(0.0, attempt.settled_at_ms / 1000.0 - time.time()), 2))
+            _wait_for_next_write(table, attempt, deadline)
+
+
+@dataclass(frozen=True, slots=True)
+class _Wait:
+    """Why an attempt to commit wrote nothing: ``undecided`` requested writes, or (without those) the writers may
+    start their next write until ``settled_at_ms``; ``pending`` are the write instants pending then."""
+
+    undecided: tuple[str, ...] = ()
+    settled_at_ms: int = 0
+    pending: frozenset[str] = frozenset()
 
 
 def _wait_while_requested(table: HoodieTable, times: Sequence[str], deadline: float) -> None:
@@ -167,11 +242,25 @@ def _wait_while_requested(table: HoodieTable, times: Sequence[str], deadline: fl
         time.sleep(UNDECIDED_POLL_S)
 
 
+def _wait_for_next_write(table: HoodieTable, wait: _Wait, deadline: float) -> None:
+    """Until a write instant not pending before shows up, ``wait.settled_at_ms`` passes, or ``deadline``; reads
+    the timeline without the lock."""
+    while time.monotonic() < deadline and time.time() * 1000.0 < wait.settled_at_ms:
+        if any(i.time not in wait.pending for i in _other_pending_writes(table.timeline())):
+            return
+        time.sleep(UNDECIDED_POLL_S)
+
+
+def _other_pending_writes(timeline: Timeline) -> list[Instant]:
+    """Pending write instants other than clustering (and other replacecommits)."""
+    return [i for i in timeline.writes().pending() if i.action is not Action.REPLACE_COMMIT]
+
+
 def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
                   stats_by_group: Sequence[Sequence[WriteStat]], extra: Mapping[str, str], *, may_wait: bool
-                  ) -> Committed | tuple[str, ...]:
-    """One attempt of `complete` under the lock: the commit, or (when ``may_wait``) the undecided writes that
-    keep it waiting, having written nothing."""
+                  ) -> Committed | _Wait:
+    """One attempt of `complete` under the lock: the commit, or (when ``may_wait``) why it waits, having written
+    nothing."""
     with table.lock():
         view = fresh_view(table, plan)
         inflight = Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT)
@@ -186,8 +275,13 @@ def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
                                         "files")
         groups = set(plan.group_ids())
         writes = pending_writes(table, view.timeline, groups, instant)
-        if writes.undecided and may_wait:
-            return writes.undecided
+        if may_wait and writes.undecided:
+            return _Wait(undecided=writes.undecided)
+        if may_wait and not writes.in_progress:
+            rhythm = ingestion_rhythm(table.timeline_store.listed_states())
+            if rhythm is not None and rhythm.settled_at_ms() > time.time() * 1000.0:
+                return _Wait(settled_at_ms=rhythm.settled_at_ms(),
+                             pending=frozenset(i.time for i in _other_pending_writes(view.timeline)))
         conflicts = find_conflicts(requirements(plan), view, own_instant=instant, pending_writes=writes.writing)
         moved = {c.group for c in conflicts}
         dropped = tuple(i for i, g in enumerate(plan.input_groups) if moved.intersection(g.group_ids()))

@@ -25,7 +25,7 @@ from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.io.heartbeat import heartbeat_path
 from hudi_clusterd.io.markers import create_marker
-from hudi_clusterd.ops.commit import complete, declared_file_ids
+from hudi_clusterd.ops.commit import IngestionRhythm, complete, declared_file_ids, ingestion_rhythm
 from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.schedule import schedule
 from tests.builders import TableGen, make_policy
@@ -136,3 +136,100 @@ def test_declared_file_ids_reads_hudis_workload_profile_and_ignores_anything_els
     for junk in (b"", b"{}", b"not json", b"\xff\xfe", b"[]", b'{"partitionToWriteStats": []}',
                  b'{"partitionToWriteStats": {"p": [1, {"fileId": 2}]}}'):
         assert declared_file_ids(junk) == []
+
+
+# Right after a write completed, the writer's next write may already hold its instant time without having written
+# its requested state (seen with Hudi 0.15's streaming sink: instant 56.918 s, our replacecommit completed at
+# 56.991 s, its requested state at 57.000 s). Hudi counts every replacecommit completed after a write's instant
+# time as a concurrent write, so that write failed as soon as it updated a record the clustering had moved.
+
+def _in_rhythm(gen: TableGen, pause_s: float, *, last_completed_s_ago: float = 0.0, busy_s: float = 0.6) -> None:
+    """Give the table's commits the file times of a writer that writes for ``busy_s`` and pauses ``pause_s``
+    before its next write, its last write completed ``last_completed_s_ago``."""
+    commits = sorted(p.name.split(".")[0] for p in (gen.base / ".hoodie").glob("*.commit"))
+    step = busy_s + pause_s
+    first = time.time() - last_completed_s_ago - busy_s - step * (len(commits) - 1)
+    for n, t in enumerate(commits):
+        requested = first + n * step
+        for name, at in ((f"{t}.commit.requested", requested), (f"{t}.inflight", requested + 0.1),
+                         (f"{t}.commit", requested + busy_s)):
+            os.utime(gen.base / ".hoodie" / name, (at, at))
+
+
+def test_right_after_a_write_completed_the_commit_waits_for_the_next_write_and_commits_while_it_runs(
+        tmp_path: Path) -> None:
+    gen, t, plan, stats = _scheduled(tmp_path)
+    p2_group = plan.input_groups[1].group_ids()[0]
+    # Given a writer that pauses 0.4 s between writes, whose last write completed just now
+    _in_rhythm(gen, 0.4)
+    # and whose next write shows up 0.4 s later and declares a p2 group 0.3 s after that
+    upsert: list[str] = []
+
+    def next_write() -> None:
+        upsert.append(_hudi_upsert(gen, inflight_updates=None))
+        time.sleep(0.3)
+        _declare(gen, upsert[0], [p2_group])
+
+    timer = threading.Timer(0.4, next_write)
+    timer.start()
+    try:
+        # When our clustering commits
+        committed = complete(gen.table, t, plan, stats, {}, undecided_wait_s=30)
+    finally:
+        timer.join()
+    # Then it committed after the write declared its file groups, without the group it writes
+    hoodie = gen.base / ".hoodie"
+    assert (hoodie / f"{t}.replacecommit").stat().st_mtime >= (hoodie / f"{upsert[0]}.inflight").stat().st_mtime
+    assert committed.dropped_groups == (1,)
+    assert set(_replaced(gen, t)) == {"p1"}
+
+
+def test_when_no_next_write_comes_the_commit_waits_only_until_the_writers_are_idle(tmp_path: Path) -> None:
+    gen, t, plan, stats = _scheduled(tmp_path)
+    _in_rhythm(gen, 0.5)  # idle after 3 x 0.5 s without a new write
+    started = time.monotonic()
+    committed = complete(gen.table, t, plan, stats, {}, undecided_wait_s=30)
+    waited = time.monotonic() - started
+    assert 1.0 <= waited < 10
+    assert committed.dropped_groups == ()
+
+
+def test_idle_writers_and_running_writes_do_not_hold_the_commit(tmp_path: Path) -> None:
+    gen, t, plan, stats = _scheduled(tmp_path)
+    # Given writers whose last write completed a minute ago (idle), the commit does not wait
+    _in_rhythm(gen, 0.5, last_completed_s_ago=60)
+    started = time.monotonic()
+    assert complete(gen.table, t, plan, stats, {}, undecided_wait_s=30).dropped_groups == ()
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_running_write_right_after_a_completion_does_not_hold_the_commit(tmp_path: Path) -> None:
+    gen, t, plan, stats = _scheduled(tmp_path)
+    _in_rhythm(gen, 5.0)
+    # Given the next write already running (declared, alive): the writer's write after it starts after its
+    # completion, which our commit precedes
+    _hudi_upsert(gen, inflight_updates=[])
+    started = time.monotonic()
+    assert complete(gen.table, t, plan, stats, {}, undecided_wait_s=30).dropped_groups == ()
+    assert time.monotonic() - started < 5.0
+
+
+def test_the_rhythm_is_the_longest_recent_pause_between_a_completion_and_the_next_request() -> None:
+    def states(*spec: tuple[str, str, float]) -> list[Instant]:
+        kinds = {"r": State.REQUESTED, "i": State.INFLIGHT, "c": State.COMPLETED}
+        return [Instant(f"2026010100000{n:04d}", Action.COMMIT if a != "x" else Action.REPLACE_COMMIT, kinds[k],
+                        int(ms)) for n, (a, k, ms) in enumerate(spec)]
+
+    assert ingestion_rhythm([]) is None
+    assert ingestion_rhythm(states(("w", "r", 1000))) is None  # nothing completed
+    one = ingestion_rhythm(states(("w", "r", 1000), ("w", "c", 2000)))
+    assert one == IngestionRhythm(2000, 0) and one.settled_at_ms() == 2000
+    rhythm = ingestion_rhythm(states(("w", "r", 1000), ("w", "c", 2000), ("w", "r", 2300), ("w", "c", 3000),
+                                     ("w", "r", 3800), ("w", "c", 4000), ("x", "c", 9000)))
+    assert rhythm == IngestionRhythm(4000, 800)  # replacecommits are no ingestion; 4000 has no next request yet
+    assert rhythm.settled_at_ms() == 4000 + 2400
+    # only the last RHYTHM_PAIRS pauses count, and the wait is capped
+    many = [("w", "r", 0.0)] + [("w", "c", n * 10_000.0 + 1) for n in range(10)]
+    many += [("w", "r", n * 10_000.0 + 1 + (5_000 if n < 4 else 100)) for n in range(9)]
+    assert ingestion_rhythm(states(*many)) == IngestionRhythm(90_001, 100)
+    assert IngestionRhythm(0, 60_000).settled_at_ms() == 30_000
