@@ -90,6 +90,7 @@ class Settings:
     log_format: LogFormat
     lock_timeout_seconds: float
     lock_stale_seconds: float
+    commit_wait_seconds: float
     source: str | None = None
 
     def table(self, name: str) -> TableSpec:

@@ -119,6 +119,11 @@ DAEMON_KEYS: dict[str, DaemonKey] = {
         "lock_stale_seconds", "120", _positive_seconds,
         "A lock file of another hudi-clusterd process not refreshed for this long is taken over (its holder "
         "died); Apache Hudi writers' lock files follow hoodie.write.lock.filesystem.expire instead."),
+    "clusterd.commit.wait.seconds": DaemonKey(
+        "commit_wait_seconds", "60", _non_negative_seconds,
+        "How long, in all, a clustering's commit waits for the writers beside it: a write still only requested "
+        "(its file groups not yet known) and, right after a write completed, the writer's next write. 0 commits "
+        "at once: a writer may then fail its commit on the clustering (and retry); no data is lost either way."),
 }  # fmt: skip
 _PATTERN_KEYS: tuple[tuple[str, str | None, str], ...] = (
     ("clusterd.tables", None, "Comma-separated names of the tables to serve."),

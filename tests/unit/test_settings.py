@@ -98,6 +98,7 @@ def test_load_settings_minimal_file_gives_every_default(tmp_path: Path) -> None:
         log_format=LogFormat.AUTO,
         lock_timeout_seconds=60.0,
         lock_stale_seconds=120.0,
+        commit_wait_seconds=60.0,
         source=str(tmp_path / "clusterd.properties"),
     )
     assert settings.tables[0].policy == DEFAULT_POLICY

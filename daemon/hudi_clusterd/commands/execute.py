@@ -13,12 +13,14 @@ from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.errors import PlanError
 from hudi_clusterd.layout.figures import clustering_figures
+from hudi_clusterd.ops.commit import UNDECIDED_WAIT_S
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import ExecutionResult, Executor, execute, execute_pending
 from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.settings_keys import DAEMON_KEYS
 
 
 def report(result: ExecutionResult) -> int:
@@ -36,12 +38,23 @@ def report(result: ExecutionResult) -> int:
     return 1
 
 
+def _seconds(text: str) -> float:
+    try:
+        value: float = DAEMON_KEYS["clusterd.commit.wait.seconds"].parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-path", required=True, help="the table's base path")
     p.add_argument("--props", help="clustering properties file (Hudi's hoodie.clustering.* keys)")
     p.add_argument("--spark-master", default="local[*]", help="Spark master (default: %(default)s)")
     p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Spark configuration (repeatable)")
+    p.add_argument("--commit-wait", type=_seconds, default=UNDECIDED_WAIT_S, metavar="SECONDS",
+                   help="how long, in all, the commit waits for writers beside it (a write only requested, or the "
+                        "next write right after one completed); 0 commits at once (default: %(default)s)")
 
 
 def register(subparsers: Any) -> None:
@@ -78,7 +91,8 @@ def _run_plan(args: argparse.Namespace, policy: ClusteringPolicy, snapshot: Tabl
               ownership: Ownership, claim: Claim | None = None) -> int:
     runner = _runner(args)
     try:
-        executor = Executor(runner, ownership, policy.max_parallelism, ProgressPrinter(), clustering_figures)
+        executor = Executor(runner, ownership, policy.max_parallelism, ProgressPrinter(), clustering_figures,
+                            args.commit_wait)
         return report(execute(snapshot, pending, executor, claim=claim))
     finally:
         runner.close()
@@ -92,7 +106,8 @@ def run_execute(args: argparse.Namespace) -> int:
     runner = _runner(args)
     try:
         return report(execute_pending(table, runner, args.instant, parallelism=policy.max_parallelism,
-                                      observer=ProgressPrinter(), figures=clustering_figures))
+                                      observer=ProgressPrinter(), figures=clustering_figures,
+                                      commit_wait_s=args.commit_wait))
     finally:
         runner.close()
 

@@ -36,7 +36,7 @@ from hudi_clusterd.errors import (
 )
 from hudi_clusterd.io.storage import Storage
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.ops.commit import complete, rollback_clustering, withdraw_collided
+from hudi_clusterd.ops.commit import UNDECIDED_WAIT_S, complete, rollback_clustering, withdraw_collided
 from hudi_clusterd.ops.events import NoObserver, Observer, Outcome, PlanFinished, PlanStarted
 from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.pool import run_groups
@@ -82,6 +82,7 @@ class Executor:
     parallelism: int = DEFAULT_PARALLELISM
     observer: Observer = field(default_factory=NoObserver)
     figures: FiguresFn | None = None
+    commit_wait_s: float = UNDECIDED_WAIT_S
 
 
 def group_inputs(snapshot: TableSnapshot, plan: ClusteringPlan) -> list[list[BaseFile]]:
@@ -142,7 +143,7 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
         if figures is not None:
             extra = {LAYOUT_COLUMNS_KEY: ",".join(plan.strategy.work_order.sort_columns),
                      LAYOUT_BEFORE_KEY: f"{figures[0]:.4f}", LAYOUT_AFTER_KEY: f"{figures[1]:.4f}"}
-        committed = complete(table, instant, plan, by_group, extra)
+        committed = complete(table, instant, plan, by_group, extra, undecided_wait_s=executor.commit_wait_s)
         if len(committed.dropped_groups) == len(plan.input_groups):  # every group moved: nothing replaced
             message = f"clustering {instant} conflicts with ingestion in every group: " + "; ".join(
                 committed.conflicts[:5])
@@ -189,9 +190,10 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
 def execute_pending(table: HoodieTable, runner: GroupRunner, instant: str | None = None, *,
                     ownership: Ownership | None = None, parallelism: int = DEFAULT_PARALLELISM,
                     observer: Observer | None = None, figures: FiguresFn | None = None,
-                    cancel: threading.Event | None = None) -> ExecutionResult:
+                    cancel: threading.Event | None = None, commit_wait_s: float = UNDECIDED_WAIT_S
+                    ) -> ExecutionResult:
     """What ``hudi-clusterd execute`` does: one snapshot, recovery of what dead executors left, then the plan
-    ``instant`` (the oldest pending plan by default)."""
+    ``instant`` (the oldest pending plan by default); its commit waits up to ``commit_wait_s`` for writers."""
     ownership = ownership or Ownership()
     table.check_clusterable()
     snapshot = TableSnapshot.load(table)
@@ -206,5 +208,5 @@ def execute_pending(table: HoodieTable, runner: GroupRunner, instant: str | None
         if found is None:
             raise PlanError(f"no pending clustering plan {instant} on the timeline of {table.base_path}")
         pending = found
-    executor = Executor(runner, ownership, parallelism, observer or NoObserver(), figures)
+    executor = Executor(runner, ownership, parallelism, observer or NoObserver(), figures, commit_wait_s)
     return execute(snapshot, pending, executor, cancel=cancel)

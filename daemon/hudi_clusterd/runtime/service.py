@@ -203,7 +203,7 @@ class TableWorker:
         self.current_instant = instant
         self.daemon.register_running(self.name, instant, cancel)
         executor = Executor(self.daemon.runner, self.daemon.ownership, spec.policy.max_parallelism, self.observer,
-                            clustering_figures)
+                            clustering_figures, self.daemon.settings.current.commit_wait_seconds)
         try:
             with structlog.contextvars.bound_contextvars(instant=instant):
                 result = execute(snapshot, pending, executor, cancel=cancel, claim=claim)

@@ -15,19 +15,25 @@ import json
 import os
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.domain.commit import WriteStat
+from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.io.heartbeat import heartbeat_path
 from hudi_clusterd.io.markers import create_marker
+from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.commit import IngestionRhythm, complete, declared_file_ids, ingestion_rhythm
+from hudi_clusterd.ops.events import Outcome
+from hudi_clusterd.ops.execute import Executor, execute
 from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.ops.snapshot import TableSnapshot
 from tests.builders import TableGen, make_policy
 
 
@@ -233,3 +239,50 @@ def test_the_rhythm_is_the_longest_recent_pause_between_a_completion_and_the_nex
     many += [("w", "r", n * 10_000.0 + 1 + (5_000 if n < 4 else 100)) for n in range(9)]
     assert ingestion_rhythm(states(*many)) == IngestionRhythm(90_001, 100)
     assert IngestionRhythm(0, 60_000).settled_at_ms() == 30_000
+
+
+class _OneFilePerGroup:
+    """A group runner that writes one small file per plan group."""
+
+    def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
+                  files: Sequence[BaseFile]) -> list[WriteStat]:
+        partition = plan.input_groups[index].partition_path
+        name = f"{index:04d}bbbb-0000-0000-0000-000000000000-0_0-1-1_{instant}.parquet"
+        create_marker(table.storage, instant, partition, name)
+        pq.write_table(pa.table({"x": [1.0]}), table.storage.full_path(f"{partition}/{name}"))
+        return [WriteStat(name.split("_", 1)[0], f"{partition}/{name}", partition, num_writes=1)]
+
+    def cancel(self, table: HoodieTable, instant: str) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def _execute_beside_a_requested_upsert(base: Path, commit_wait_s: float) -> set[str]:
+    """Execute a plan (a group per partition) with ``commit_wait_s`` while a live Hudi upsert is only requested
+    and declares a p2 group 1 s later; the partitions the clustering replaced."""
+    gen = TableGen(base)
+    for i in range(4):
+        gen.commit({"p1": [float(i)], "p2": [float(i)]})
+    scheduled = schedule(gen.table, make_policy(), force=True)
+    assert scheduled.pending is not None
+    upsert = _hudi_upsert(gen, inflight_updates=None)
+    p2_group = scheduled.pending.plan.input_groups[1].group_ids()[0]
+    timer = threading.Timer(1.0, _declare, (gen, upsert, [p2_group]))
+    timer.start()
+    try:
+        result = execute(TableSnapshot.load(gen.table), scheduled.pending,
+                         Executor(_OneFilePerGroup(), Ownership(), commit_wait_s=commit_wait_s))
+    finally:
+        timer.join()
+    assert result.outcome is Outcome.COMPLETED, result.message
+    return set(_replaced(gen, scheduled.pending.time))
+
+
+def test_the_executors_commit_wait_bounds_the_wait_and_zero_commits_at_once(tmp_path: Path) -> None:
+    # With the default-like wait, the commit waits for the upsert to declare its p2 group, and leaves it out
+    assert _execute_beside_a_requested_upsert(tmp_path / "waits", 30.0) == {"p1"}
+    # With clusterd.commit.wait.seconds=0 (or --commit-wait 0) it commits at once, clustering both partitions
+    # (the upsert would then fail its own commit on the conflict, and retry)
+    assert _execute_beside_a_requested_upsert(tmp_path / "at-once", 0.0) == {"p1", "p2"}
