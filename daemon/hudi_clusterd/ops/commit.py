@@ -59,7 +59,7 @@ UNDECIDED_POLL_S = 0.25
 
 INGESTION_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT})
 RHYTHM_PAIRS = 5
-"""How many recent (completion, next requested instant) pairs measure the writers' pause between writes."""
+"""How many recent (completion, next requested instant) pairs measure the writers' usual pause between writes."""
 SETTLE_FACTOR = 3.0
 SETTLE_CAP_S = 30.0
 
@@ -81,16 +81,18 @@ class PendingWrites:
 
 @dataclass(frozen=True, slots=True)
 class IngestionRhythm:
-    """When the newest ingestion write (commit or deltacommit) completed, and the longest recent pause between a
-    write's completion and the next write's requested state (both by their files' modification times)."""
+    """When the newest ingestion write (commit or deltacommit) completed, and the writers' usual pause between a
+    write's completion and the next write's requested state: the median of the recent pauses (by the files'
+    modification times), so that a lull in the writes (no new data, a writer stopped for a while) does not count
+    as the usual pause."""
 
     last_completed_ms: int
-    longest_pause_ms: int
+    pause_ms: int
 
     def settled_at_ms(self) -> int:
         """After this (epoch ms) without a new write, the writers are taken to be idle: ``SETTLE_FACTOR`` times
-        their longest recent pause after the last completion, at most ``SETTLE_CAP_S``."""
-        return self.last_completed_ms + int(min(SETTLE_CAP_S * 1000.0, SETTLE_FACTOR * self.longest_pause_ms))
+        their usual pause after the last completion, at most ``SETTLE_CAP_S``."""
+        return self.last_completed_ms + int(min(SETTLE_CAP_S * 1000.0, SETTLE_FACTOR * self.pause_ms))
 
 
 def ingestion_rhythm(states: Iterable[Instant], pairs: int = RHYTHM_PAIRS) -> IngestionRhythm | None:
@@ -114,7 +116,8 @@ def ingestion_rhythm(states: Iterable[Instant], pairs: int = RHYTHM_PAIRS) -> In
         nxt = bisect.bisect_left(requested, done)
         if nxt < len(requested):
             pauses.append(requested[nxt] - done)
-    return IngestionRhythm(completed[-1], max(pauses, default=0))
+    pauses.sort()
+    return IngestionRhythm(completed[-1], pauses[len(pauses) // 2] if pauses else 0)
 
 
 def declared_file_ids(data: bytes) -> list[FileGroupId]:

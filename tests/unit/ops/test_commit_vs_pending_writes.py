@@ -220,7 +220,7 @@ def test_a_running_write_right_after_a_completion_does_not_hold_the_commit(tmp_p
     assert time.monotonic() - started < 5.0
 
 
-def test_the_rhythm_is_the_longest_recent_pause_between_a_completion_and_the_next_request() -> None:
+def test_the_rhythm_is_the_median_recent_pause_between_a_completion_and_the_next_request() -> None:
     def states(*spec: tuple[str, str, float]) -> list[Instant]:
         kinds = {"r": State.REQUESTED, "i": State.INFLIGHT, "c": State.COMPLETED}
         return [Instant(f"2026010100000{n:04d}", Action.COMMIT if a != "x" else Action.REPLACE_COMMIT, kinds[k],
@@ -232,12 +232,18 @@ def test_the_rhythm_is_the_longest_recent_pause_between_a_completion_and_the_nex
     assert one == IngestionRhythm(2000, 0) and one.settled_at_ms() == 2000
     rhythm = ingestion_rhythm(states(("w", "r", 1000), ("w", "c", 2000), ("w", "r", 2300), ("w", "c", 3000),
                                      ("w", "r", 3800), ("w", "c", 4000), ("x", "c", 9000)))
-    assert rhythm == IngestionRhythm(4000, 800)  # replacecommits are no ingestion; 4000 has no next request yet
+    # replacecommits are no ingestion; 4000 has no next request yet; the median of the pauses 300 and 800
+    assert rhythm == IngestionRhythm(4000, 800)
     assert rhythm.settled_at_ms() == 4000 + 2400
-    # only the last RHYTHM_PAIRS pauses count, and the wait is capped
+    # only the last RHYTHM_PAIRS pauses count
     many = [("w", "r", 0.0)] + [("w", "c", n * 10_000.0 + 1) for n in range(10)]
     many += [("w", "r", n * 10_000.0 + 1 + (5_000 if n < 4 else 100)) for n in range(9)]
     assert ingestion_rhythm(states(*many)) == IngestionRhythm(90_001, 100)
+    # a lull (writers stopped for a minute, twice) among the recent pauses is not the usual pause
+    lull = [("w", "r", 0.0)] + [("w", "c", n * 100_000.0) for n in range(1, 7)]
+    lull += [("w", "r", n * 100_000.0 + (60_000 if n in (2, 4) else 700)) for n in range(1, 6)]
+    assert ingestion_rhythm(states(*lull)) == IngestionRhythm(600_000, 700)
+    # and the wait is capped
     assert IngestionRhythm(0, 60_000).settled_at_ms() == 30_000
 
 
