@@ -1,8 +1,10 @@
 """Test-wide fixtures: the ../shared folder, golden Hudi tables, a hermetic hudi-rs configuration, and the session's
-SparkSession (used by the integration and the Apache Hudi tests)."""
+SparkSession (used by the integration and the Apache Hudi tests). Spark driver JVMs started from here on use the
+class-data archive of ``tests/harness/jvm_archive.py`` when it was made."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import zipfile
@@ -12,7 +14,10 @@ from typing import Any, TextIO
 
 import pytest
 
+from tests.harness.jvm_archive import use_archive
 from tests.support import require_shared
+
+use_archive(os.environ)
 
 
 @pytest.fixture(scope="session")
