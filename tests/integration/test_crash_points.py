@@ -48,7 +48,7 @@ from tests.support import free_port
 
 pytestmark = pytest.mark.spark
 
-CI_POINTS = 3
+CI_POINTS = 2  # each CI run draws its own seed, so CI covers the anchors over time
 SLOW_POINTS = 50
 # recovery work the daemons logged, summed over every daemon run of the harness
 RECOVERY_EVENTS = ("rolled back abandoned clustering", "removed markers and heartbeat left by a completed clustering",

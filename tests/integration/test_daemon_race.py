@@ -68,8 +68,8 @@ def test_two_daemons_racing_never_plan_one_file_group_twice_and_stop_cleanly(spa
         one.wait_event("daemon started", 240)
         two.wait_event("daemon started", 240)
         ingest.start()
-        wait_until(lambda: len(completed_clusterings(base)) >= 4 and ingest.stats.commits >= 14, 420,
-                   "four clusterings beside ingestion", one, two)
+        wait_until(lambda: len(completed_clusterings(base)) >= 3 and ingest.stats.commits >= 10, 420,
+                   "three clusterings beside ingestion", one, two)
         ingest.pause()
         wait_at_rest(base, one)
         assert two.proc.poll() is None
@@ -84,7 +84,7 @@ def test_two_daemons_racing_never_plan_one_file_group_twice_and_stop_cleanly(spa
 
     check_recovered(base, ingest.expected_rows(), f"seed={SEED} after two racing daemons")
     plans = clustering_plans(base)
-    assert assert_plans_disjoint(base) == len(plans) >= 4
+    assert assert_plans_disjoint(base) == len(plans) >= 3
     saved = [instants_of(d, "clustering plan saved") for d in (one, two)]
     done = [instants_of(d, "clustering completed") for d in (one, two)]
     assert not saved[0] & saved[1], "one plan saved by both daemons"
@@ -138,8 +138,9 @@ def test_daemon_killed_holding_the_lock_is_taken_over_once_stale(spark: Any, tmp
         wait_until(lambda: caught in instants_of(two, "rolled back abandoned clustering")
                    and caught in instants_of(two, "clustering completed"), 180,
                    "the second daemon to roll back and redo the dead one's clustering", two)
-        ingest.start()  # and ingestion goes on beside the survivor
-        wait_until(lambda: ingest.stats.commits >= 12, 300, "more commits", two)
+        after = ingest.stats.commits
+        ingest.start()  # and ingestion goes on beside the survivor, for two more of its clustering triggers
+        wait_until(lambda: ingest.stats.commits >= after + 4, 300, "more commits", two)
         ingest.pause()
         wait_at_rest(base, two)
         two.signal_term()
