@@ -58,15 +58,12 @@ def java_options() -> list[str]:
     return [f"-XX:SharedArchiveFile={path}", *_QUIET]
 
 
-def use_archive(environ: dict[str, str] | os._Environ[str]) -> bool:
-    """Add `java_options` to ``SPARK_SUBMIT_OPTS`` in ``environ``; False when there is no archive."""
+def use_archive(environ: dict[str, str] | os._Environ[str]) -> None:
+    """Add `java_options` to ``SPARK_SUBMIT_OPTS`` in ``environ`` (once); nothing when there is no archive."""
     options = java_options()
-    if not options:
-        return False
     current = environ.get("SPARK_SUBMIT_OPTS", "")
-    if options[0] not in current:
-        environ["SPARK_SUBMIT_OPTS"] = " ".join([o for o in (current,) if o] + options)
-    return True
+    if options and options[0] not in current:
+        environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [current, *options]))
 
 
 def workload(scratch: Path) -> None:

@@ -13,7 +13,6 @@ from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.errors import PlanError
 from hudi_clusterd.layout.figures import clustering_figures
-from hudi_clusterd.ops.commit import UNDECIDED_WAIT_S
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import ExecutionResult, Executor, execute, execute_pending
 from hudi_clusterd.ops.ownership import Claim, Ownership
@@ -38,9 +37,12 @@ def report(result: ExecutionResult) -> int:
     return 1
 
 
+COMMIT_WAIT = DAEMON_KEYS["clusterd.commit.wait.seconds"]
+
+
 def _seconds(text: str) -> float:
     try:
-        value: float = DAEMON_KEYS["clusterd.commit.wait.seconds"].parse(text)
+        value: float = COMMIT_WAIT.parse(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return value
@@ -52,7 +54,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spark-master", default="local[*]", help="Spark master (default: %(default)s)")
     p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Spark configuration (repeatable)")
-    p.add_argument("--commit-wait", type=_seconds, default=UNDECIDED_WAIT_S, metavar="SECONDS",
+    p.add_argument("--commit-wait", type=_seconds, default=_seconds(COMMIT_WAIT.default), metavar="SECONDS",
                    help="how long, in all, the commit waits for writers beside it (a write only requested, or the "
                         "next write right after one completed); 0 commits at once (default: %(default)s)")
 

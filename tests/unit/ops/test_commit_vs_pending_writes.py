@@ -46,14 +46,17 @@ def _scheduled(tmp_path: Path) -> tuple[TableGen, str, ClusteringPlan, list[list
     assert scheduled.pending is not None
     t, plan = scheduled.pending.time, scheduled.pending.plan
     assert [g.group_ids()[0][0] for g in plan.input_groups] == ["p1", "p2"]
-    stats = []
-    for n, group in enumerate(plan.input_groups):
-        partition = group.group_ids()[0][0]
-        name = f"{n:04d}aaaa-0000-0000-0000-000000000000-0_0-1-1_{t}.parquet"
-        create_marker(gen.table.storage, t, partition, name)
-        pq.write_table(pa.table({"x": [1.0]}), gen.base / partition / name)
-        stats.append([WriteStat(name.split("_", 1)[0], f"{partition}/{name}", partition, num_writes=1)])
+    stats = [[_output_file(gen.table, t, group.group_ids()[0][0], f"{n:04d}aaaa")]
+             for n, group in enumerate(plan.input_groups)]
     return gen, t, plan, stats
+
+
+def _output_file(table: HoodieTable, instant: str, partition: str, prefix: str) -> WriteStat:
+    """A one-row file of clustering ``instant`` in ``partition``, with its marker; its write stat."""
+    name = f"{prefix}-0000-0000-0000-000000000000-0_0-1-1_{instant}.parquet"
+    create_marker(table.storage, instant, partition, name)
+    pq.write_table(pa.table({"x": [1.0]}), table.storage.full_path(f"{partition}/{name}"))
+    return WriteStat(name.split("_", 1)[0], f"{partition}/{name}", partition, num_writes=1)
 
 
 def _hudi_upsert(gen: TableGen, *, inflight_updates: list[tuple[str, str]] | None) -> str:
@@ -252,11 +255,7 @@ class _OneFilePerGroup:
 
     def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
                   files: Sequence[BaseFile]) -> list[WriteStat]:
-        partition = plan.input_groups[index].partition_path
-        name = f"{index:04d}bbbb-0000-0000-0000-000000000000-0_0-1-1_{instant}.parquet"
-        create_marker(table.storage, instant, partition, name)
-        pq.write_table(pa.table({"x": [1.0]}), table.storage.full_path(f"{partition}/{name}"))
-        return [WriteStat(name.split("_", 1)[0], f"{partition}/{name}", partition, num_writes=1)]
+        return [_output_file(table, instant, plan.input_groups[index].partition_path, f"{index:04d}bbbb")]
 
     def cancel(self, table: HoodieTable, instant: str) -> None:
         return None
