@@ -1,7 +1,10 @@
-"""Commit metadata of completed ``.commit`` / ``.replacecommit`` instants (JSON, Hudi's field names and order).
+"""Commit metadata of completed ``.commit`` / ``.replacecommit`` instants, with Hudi's field names and order.
 
 HoodieCommitMetadata = partitionToWriteStats, compacted, extraMetadata, operationType; HoodieReplaceCommitMetadata
-adds partitionToReplaceFileIds. Unknown fields are ignored on read, as Hudi's Jackson reader does.
+adds partitionToReplaceFileIds. Version-6 tables store it as JSON (`CommitMetadata.to_json_dict`); 1.x tables
+(versions 8 and 9) as an Avro record of the 1.x schemas (`CommitMetadata.to_avro_dict`; the container is written by
+``hudi_clusterd.io.avro``). Both decoders go through `CommitMetadata.from_mapping`, which validates the paths.
+Unknown fields are ignored on read, as Hudi's Jackson reader does.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class RuntimeStats:
     total_create_time: int = 0
 
     def to_json(self) -> dict[str, int]:
+        """The JSON object, and the 1.x ``HoodieRuntimeStats`` Avro record (same field names)."""
         return {
             "totalScanTime": self.total_scan_time,
             "totalUpsertTime": self.total_upsert_time,
@@ -93,8 +97,46 @@ class WriteStat:
             "runtimeStats": self.runtime_stats.to_json() if self.runtime_stats else None,
         }
 
+    def to_avro(self) -> dict[str, Any]:
+        """The 1.x ``HoodieWriteStat`` Avro record, every field in schema order: the counters we do not track
+        are 0 and the rest null, as Hudi writes them for a copy-on-write base file."""
+        return {
+            "fileId": self.file_id,
+            "path": self.path,
+            "prevCommit": self.prev_commit,
+            "numWrites": self.num_writes,
+            "numDeletes": self.num_deletes,
+            "numUpdateWrites": self.num_update_writes,
+            "totalWriteBytes": self.total_write_bytes,
+            "totalWriteErrors": self.total_write_errors,
+            "partitionPath": self.partition_path,
+            "totalLogRecords": 0,
+            "totalLogFiles": None,
+            "totalUpdatedRecordsCompacted": 0,
+            "numInserts": self.num_inserts,
+            "totalLogBlocks": 0,
+            "totalCorruptLogBlock": 0,
+            "totalRollbackBlocks": 0,
+            "fileSizeInBytes": self.file_size_in_bytes,
+            "logVersion": None,
+            "logOffset": None,
+            "baseFile": None,
+            "logFiles": None,
+            "cdcStats": None,
+            "prevBaseFile": None,
+            "minEventTime": self.min_event_time,
+            "maxEventTime": self.max_event_time,
+            "runtimeStats": self.runtime_stats.to_json() if self.runtime_stats else None,
+            "totalLogFilesCompacted": 0,
+            "totalLogReadTimeMs": 0,
+            "totalLogSizeCompacted": 0,
+            "tempPath": None,
+            "numUpdates": 0,
+        }
+
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> WriteStat:
+        """From the JSON object or the Avro record (the field names are the same)."""
         rs = d.get("runtimeStats")
         return cls(
             file_id=str(d.get("fileId") or ""),
@@ -153,6 +195,22 @@ class CommitMetadata:
             out["partitionToReplaceFileIds"] = {p: list(f) for p, f in self.partition_to_replace_file_ids.items()}
         return out
 
+    def to_avro_dict(self) -> dict[str, Any]:
+        """The 1.x Avro record: ``HoodieReplaceCommitMetadata`` when ``partition_to_replace_file_ids`` is set,
+        ``HoodieCommitMetadata`` otherwise (``version`` null, as Hudi writes it)."""
+        out: dict[str, Any] = {
+            "partitionToWriteStats": {
+                p: [ws.to_avro() for ws in stats] for p, stats in self.partition_to_write_stats.items()
+            },
+            "compacted": self.compacted,
+            "extraMetadata": dict(self.extra_metadata),
+            "version": None,
+            "operationType": self.operation_type,
+        }
+        if self.partition_to_replace_file_ids is not None:
+            out["partitionToReplaceFileIds"] = {p: list(f) for p, f in self.partition_to_replace_file_ids.items()}
+        return out
+
     def to_json_bytes(self) -> bytes:
         """Pretty-printed JSON, the same field names and order as Hudi's serializer."""
         return json.dumps(self.to_json_dict(), indent=2).encode("utf-8")
@@ -170,6 +228,12 @@ class CommitMetadata:
             raise MetadataDecodeError(f"{source}: not valid commit metadata JSON ({e})") from e
         if not isinstance(d, dict):
             raise MetadataDecodeError(f"{source}: commit metadata must be a JSON object, got {type(d).__name__}")
+        return cls.from_mapping(d, source)
+
+    @classmethod
+    def from_mapping(cls, d: Mapping[str, Any], source: str) -> CommitMetadata:
+        """Build and validate from the decoded JSON object or Avro record (same field names); every path must
+        lead inside the table. ``MetadataDecodeError`` naming ``source`` otherwise."""
         try:
             p2ws = {
                 check_relative_path(str(p), "partition"): tuple(WriteStat.from_json(ws) for ws in (stats or []))

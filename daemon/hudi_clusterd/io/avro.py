@@ -4,6 +4,10 @@ Hudi stores Avro timeline payloads as an Object Container File with codec ``null
 schema under ``avro.schema`` (its only metadata entry). We embed the exact schema string Apache Hudi embeds for
 HoodieRequestedReplaceMetadata, so readers resolve our plans exactly like Hudi's own. Schemas ship as package
 data and are parsed once.
+
+Tables of versions 8 and 9 (timeline layout 2) store every non-empty instant file this way, commit metadata
+included (version 6 writes that as JSON), with the 1.x schemas: the ``*_v2`` functions embed the writer schemas
+Apache Hudi 1.x embeds, copied byte for byte from its timeline files (``schemas/v2/``).
 """
 
 from __future__ import annotations
@@ -19,16 +23,24 @@ from typing import Any
 import fastavro
 from fastavro import schemaless_writer
 
+from hudi_clusterd.domain.commit import CommitMetadata
 from hudi_clusterd.domain.plan import RequestedReplaceMetadata
 from hudi_clusterd.errors import MetadataDecodeError
 
 _MAGIC = b"Obj\x01"
 _COMMENT_RE = re.compile(r"/\*.*?\*/", re.DOTALL)
 REQUESTED_REPLACE_WRITER_SCHEMA = "HoodieRequestedReplaceMetadata.writer-schema.json"
+# the writer schemas Apache Hudi 1.x embeds in the timeline files of table versions 8 and 9
+REQUESTED_REPLACE_WRITER_SCHEMA_V2 = "v2/HoodieRequestedReplaceMetadata.writer-schema.json"
+COMMIT_WRITER_SCHEMA_V2 = "v2/HoodieCommitMetadata.writer-schema.json"
+REPLACE_COMMIT_WRITER_SCHEMA_V2 = "v2/HoodieReplaceCommitMetadata.writer-schema.json"
+_COMMIT_RECORD = "HoodieCommitMetadata"
+_REPLACE_COMMIT_RECORD = "HoodieReplaceCommitMetadata"
 
 
 def _schema_text(file_name: str) -> str:
-    return resources.files("hudi_clusterd.io").joinpath("schemas", file_name).read_text(encoding="utf-8")
+    """A shipped schema file; ``file_name`` may name a subfolder (``v2/...``)."""
+    return resources.files("hudi_clusterd.io").joinpath("schemas", *file_name.split("/")).read_text(encoding="utf-8")
 
 
 _PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
@@ -92,9 +104,14 @@ def schema(name: str) -> Any:
 
 
 @cache
-def _requested_replace_writer() -> tuple[str, Any]:
-    text = _schema_text(REQUESTED_REPLACE_WRITER_SCHEMA).strip()
+def _writer(file_name: str) -> tuple[str, Any]:
+    """A verbatim writer schema (the ``avro.schema`` string to embed) and its parsed form."""
+    text = _schema_text(file_name).strip()
     return text, fastavro.parse_schema(json.loads(text))
+
+
+def _requested_replace_writer() -> tuple[str, Any]:
+    return _writer(REQUESTED_REPLACE_WRITER_SCHEMA)
 
 
 def _zigzag_long(n: int) -> bytes:
@@ -134,17 +151,25 @@ def encode_ocf(schema_json: str, parsed_schema: Any, record: dict[str, Any]) -> 
     return out.getvalue()
 
 
-def decode_ocf(data: bytes, source: str) -> dict[str, Any]:
-    """The single record of an Avro container file, resolved with its embedded writer schema."""
+def _read_ocf(data: bytes, source: str) -> tuple[str, dict[str, Any]]:
+    """The short name of the writer schema's record and the single record of an Avro container file."""
     if not data.startswith(_MAGIC):
         raise MetadataDecodeError(f"{source}: not an Avro container file (bad magic {data[:4]!r})")
     try:
-        records = list(fastavro.reader(io.BytesIO(data)))
+        reader = fastavro.reader(io.BytesIO(data))
+        records = list(reader)
+        writer_schema = reader.writer_schema
     except Exception as e:  # fastavro raises many types on corrupt input
         raise MetadataDecodeError(f"{source}: corrupt Avro content ({type(e).__name__}: {e})") from e
     if len(records) != 1 or not isinstance(records[0], dict):
         raise MetadataDecodeError(f"{source}: expected exactly one Avro record, found {len(records)}")
-    return records[0]
+    name = writer_schema.get("name") if isinstance(writer_schema, dict) else None
+    return str(name or "").rsplit(".", 1)[-1], records[0]
+
+
+def decode_ocf(data: bytes, source: str) -> dict[str, Any]:
+    """The single record of an Avro container file, resolved with its embedded writer schema."""
+    return _read_ocf(data, source)[1]
 
 
 def encode_requested_replace(meta: RequestedReplaceMetadata) -> bytes:
@@ -162,6 +187,45 @@ def decode_requested_replace(data: bytes, source: str) -> RequestedReplaceMetada
         return RequestedReplaceMetadata.from_avro(record)
     except (TypeError, ValueError, AttributeError, OverflowError, MetadataDecodeError) as e:
         raise MetadataDecodeError(f"{source}: not a HoodieRequestedReplaceMetadata record ({e})") from e
+
+
+def encode_requested_replace_v2(meta: RequestedReplaceMetadata) -> bytes:
+    """``<T>.clustering.requested`` bytes of a version 8/9 table, with Hudi 1.x's embedded writer schema.
+
+    The plan's ``missingSchedulePartitions`` (new in 1.x) is written as an empty list, as Hudi 1.2 writes it.
+    `decode_requested_replace` reads these files too."""
+    text, parsed = _writer(REQUESTED_REPLACE_WRITER_SCHEMA_V2)
+    record = meta.to_avro()
+    if record["clusteringPlan"] is not None:
+        record["clusteringPlan"] = {**record["clusteringPlan"], "missingSchedulePartitions": []}
+    return encode_ocf(text, parsed, record)
+
+
+def encode_commit_metadata_v2(meta: CommitMetadata) -> bytes:
+    """A version 8/9 commit file's bytes (``<T>_<C>.commit`` / ``.replacecommit``, or a workload profile):
+    ``HoodieReplaceCommitMetadata`` when ``meta.partition_to_replace_file_ids`` is set, ``HoodieCommitMetadata``
+    otherwise, each with Hudi 1.x's embedded writer schema."""
+    name = COMMIT_WRITER_SCHEMA_V2 if meta.partition_to_replace_file_ids is None else REPLACE_COMMIT_WRITER_SCHEMA_V2
+    text, parsed = _writer(name)
+    return encode_ocf(text, parsed, meta.to_avro_dict())
+
+
+def decode_commit_metadata_v2(data: bytes, source: str) -> CommitMetadata:
+    """Decode a version 8/9 commit file (Avro ``HoodieCommitMetadata`` or ``HoodieReplaceCommitMetadata``).
+
+    Empty content decodes to empty metadata, as Hudi's reader does. Anything else that is not one of those two
+    Avro records (JSON included: Hudi 1.x reads only Avro for these instants) raises ``MetadataDecodeError``
+    naming ``source``. A replace record always decodes with ``partition_to_replace_file_ids`` set (empty when
+    null), so it encodes back as a replace record."""
+    if not data:
+        return CommitMetadata()
+    name, record = _read_ocf(data, source)
+    if name not in (_COMMIT_RECORD, _REPLACE_COMMIT_RECORD):
+        raise MetadataDecodeError(f"{source}: expected a {_COMMIT_RECORD} or {_REPLACE_COMMIT_RECORD} Avro record, "
+                                  f"found {name or 'an unnamed schema'}")
+    if name == _REPLACE_COMMIT_RECORD and record.get("partitionToReplaceFileIds") is None:
+        record = {**record, "partitionToReplaceFileIds": {}}
+    return CommitMetadata.from_mapping(record, source)
 
 
 def encode_record(record_name: str, record: dict[str, Any]) -> bytes:
