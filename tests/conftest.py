@@ -22,10 +22,11 @@ use_archive(os.environ)
 
 @pytest.fixture(scope="session")
 def golden_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every golden v6 copy-on-write table, unzipped once per session (read-only use: copy before writing)."""
+    """Every golden copy-on-write table (versions 6, 8 and 9), unzipped once per session (read-only use: copy
+    before writing)."""
     src = require_shared("reference", "hudi-tables", "cow")
     out = tmp_path_factory.mktemp("golden")
-    for archive in sorted(src.glob("v6_*.zip")):
+    for archive in sorted(src.glob("v*.zip")):
         with zipfile.ZipFile(archive) as zf:
             zf.extractall(out)
     shutil.rmtree(out / "__MACOSX", ignore_errors=True)

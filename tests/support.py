@@ -20,6 +20,17 @@ V6_TABLES = [
     "v6_simplekeygen_nonhivestyle_overwritetable",
     "v6_timebasedkeygen_nonhivestyle",
 ]
+# the golden copy-on-write tables of table versions 8 and 9 (timeline layout 2), written by Apache Hudi 1.x
+V8_V9_TABLES = [
+    "v8_simplekeygen_nonhivestyle_overwritetable",
+    "v9_txns_complex_meta",
+    "v9_txns_complex_nometa",
+    "v9_txns_nonpart_meta",
+    "v9_txns_nonpart_nometa",
+    "v9_txns_simple_meta",
+    "v9_txns_simple_nometa",
+    "v9_txns_simple_overwrite",
+]
 
 
 # hypothesis settings of the fuzz tests of hostile input

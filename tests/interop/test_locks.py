@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hudi_clusterd.domain.instant import Action, Instant, State
+from hudi_clusterd.domain.instant import Action, Instant, State, instant_file_name
 from hudi_clusterd.errors import LockError
 from hudi_clusterd.io.lock import AUX_LOCK_FILE, LOCK_FILE, LockOptions
 from hudi_clusterd.io.table import HoodieTable
@@ -100,7 +100,7 @@ def test_a_hudi_writer_that_gives_up_on_the_lock_cannot_make_the_daemon_write_wi
             # Then Hudi 1.x leaves a lock it does not hold alone, and the daemon goes on under it
             assert json.loads((base / LOCK_FILE).read_text())["holder"] == "hudi-clusterd"
             table.timeline_store.create(planned, b"")
-    written = (base / ".hoodie" / planned.file_name).exists()
+    written = (base / ".hoodie" / instant_file_name(planned.time, planned.action, planned.state)).exists()
     assert written is not apache_hudi.setup.hudi_version.startswith("0.")
     # And Hudi's view of the table is unchanged by the failed write
     assert sorted(apache_hudi.read(base).column("v").to_pylist()) == [0] * 8

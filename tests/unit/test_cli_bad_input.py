@@ -53,15 +53,36 @@ def test_status_not_a_table(tmp_path: Path, capsys) -> None:  # type: ignore[no-
     assert "not a Hudi table" in _status_error(capsys, tmp_path)
 
 
-@pytest.mark.parametrize("archive", ["v8_simplekeygen_nonhivestyle_overwritetable", "v9_txns_simple_meta"])
-def test_status_table_version_8_and_9_refused_clearly(tmp_path: Path, capsys, archive: str) -> None:  # type: ignore[no-untyped-def]
-    src = require_shared("reference", "hudi-tables", "cow", f"{archive}.zip")
+@pytest.mark.parametrize("version", ["7", "10", "x"])
+def test_status_unknown_table_version_refused_clearly(golden_copy, capsys, version: str) -> None:  # type: ignore[no-untyped-def]
+    base = golden_copy(OVERWRITE)
+    props = base / ".hoodie/hoodie.properties"
+    props.write_text(props.read_text().replace("hoodie.table.version=6", f"hoodie.table.version={version}"))
+    line = _status_error(capsys, base)
+    assert f"hoodie.table.version={version} is not supported" in line and "6" in line and "9" in line
+
+
+def test_status_layout_not_matching_the_version_refused_clearly(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    src = require_shared("reference", "hudi-tables", "cow", "v9_txns_simple_nometa.zip")
     with zipfile.ZipFile(src) as zf:
         zf.extractall(tmp_path)
     shutil.rmtree(tmp_path / "__MACOSX", ignore_errors=True)
     base = next(p for p in tmp_path.iterdir() if p.is_dir())
+    props = base / ".hoodie/hoodie.properties"
+    props.write_text(props.read_text().replace("hoodie.timeline.layout.version=2", "hoodie.timeline.layout.version=1"))
     line = _status_error(capsys, base)
-    assert "hoodie.table.version=" in line and "only" in line and "6" in line
+    assert "hoodie.timeline.layout.version='1'" in line and "layout 2" in line
+
+
+def test_status_other_table_format_refused_clearly(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    src = require_shared("reference", "hudi-tables", "cow", "v9_txns_simple_nometa.zip")
+    with zipfile.ZipFile(src) as zf:
+        zf.extractall(tmp_path)
+    shutil.rmtree(tmp_path / "__MACOSX", ignore_errors=True)
+    base = next(p for p in tmp_path.iterdir() if p.is_dir())
+    props = base / ".hoodie/hoodie.properties"
+    props.write_text(props.read_text().replace("hoodie.table.format=native", "hoodie.table.format=iceberg"))
+    assert "hoodie.table.format=iceberg is not supported" in _status_error(capsys, base)
 
 
 def test_write_refused_on_table_with_metadata_table_says_how_to_disable(golden_copy) -> None:  # type: ignore[no-untyped-def]

@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     table = open_table(args.base_path, load_policy(args.props))
-    inst = table.timeline().find(args.instant, Action.REPLACE_COMMIT)
+    inst = table.timeline().find(args.instant, Action.CLUSTERING)
     if inst is None:
         raise PlanError(f"no replacecommit {args.instant} on the timeline of {table.base_path}")
     if inst.is_completed:

@@ -1,8 +1,9 @@
-"""Timeline instants of table version 6 (timeline layout 1): actions, states, file names, instant times.
+"""Timeline instants: actions, states, instant times, and the file names of timeline layout 1.
 
-An instant is one step of a table's history, stored as one or more files in ``.hoodie/`` named
-``<time>.<action>[.<state>]``. Layout 1 writes a new file per state, so the requested, inflight and completed
-files of one instant sit side by side; the highest state present wins.
+An instant is one step of a table's history, stored as one file per state; the highest state present wins.
+Where those files live and how they are named is the timeline layout's (``domain/timeline_layout.py``): layout 1
+(table version 6) names them ``<time>.<action>[.<state>]`` in ``.hoodie/``; layout 2 (versions 8 and 9) adds the
+completion time to a completed instant's name. The functions below are layout 1's.
 """
 
 from __future__ import annotations
@@ -34,12 +35,20 @@ class Action(str, Enum):
     RESTORE = "restore"
     INDEXING = "indexing"
     SCHEMA_COMMIT = "schemacommit"
+    CLUSTERING = "clustering"
+    """A clustering while it is pending; it completes as a ``replacecommit``. Layout 1 stores the pending states
+    as ``replacecommit`` files (a replacecommit whose plan says CLUSTER), layout 2 as ``clustering`` files."""
 
     @property
     def is_write(self) -> bool:
         """Actions that produce data files: commit, deltacommit, replacecommit (and compaction once completed)."""
         return self in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
-                        Action.LOG_COMPACTION)
+                        Action.LOG_COMPACTION, Action.CLUSTERING)
+
+    @property
+    def is_replace(self) -> bool:
+        """replacecommit, or a clustering (which completes as one)."""
+        return self in (Action.REPLACE_COMMIT, Action.CLUSTERING)
 
 
 class State(str, Enum):
@@ -56,25 +65,32 @@ class State(str, Enum):
 
 _STATE_RANK = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
 
-# Completed compaction and log compaction are written as commit / deltacommit files.
-_COMPLETED_FILE_ACTION = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT}
+# Completed compaction and log compaction are written as commit / deltacommit files, a completed clustering as a
+# replacecommit file.
+COMPLETED_FILE_ACTION = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+                         Action.CLUSTERING: Action.REPLACE_COMMIT}
 
 _FILE_NAME_RE = re.compile(r"\A([0-9]+)\.([a-z]+)(?:\.([a-z]+))?\Z")
 
 
 @dataclass(frozen=True, slots=True, order=False)
 class Instant:
-    """One instant in one state. ``time`` is the 17-digit (or legacy 14-digit) instant time."""
+    """One instant in one state. ``time`` is the 17-digit (or legacy 14-digit) instant time, the time it was
+    requested at; ``completion_time`` is the time it completed at, where the timeline layout records one (layout 2
+    names it in the completed file), else None."""
 
     time: str
     action: Action
     state: State
     # Modification time of the state file in epoch milliseconds; Hudi's "state transition time". 0 if unknown.
     transition_ms: int = 0
+    completion_time: str | None = None
 
     def __post_init__(self) -> None:
         if not _INSTANT_TIME_RE.match(self.time):
             raise TimelineError(f"invalid instant time {self.time!r}: expected 14 or 17 digits")
+        if self.completion_time is not None and not _INSTANT_TIME_RE.match(self.completion_time):
+            raise TimelineError(f"instant {self.time}: invalid completion time {self.completion_time!r}")
 
     @property
     def is_completed(self) -> bool:
@@ -84,13 +100,17 @@ class Instant:
     def is_pending(self) -> bool:
         return self.state is not State.COMPLETED
 
-    @property
-    def file_name(self) -> str:
-        """The file this state is stored in, as Hudi names it."""
-        return instant_file_name(self.time, self.action, self.state)
-
     def with_state(self, state: State, transition_ms: int = 0) -> Instant:
-        return Instant(self.time, self.action, state, transition_ms)
+        """This instant in ``state``; a clustering becomes a replacecommit when completed, as Hudi models it."""
+        action = COMPLETED_FILE_ACTION[self.action] if (
+            state is State.COMPLETED and self.action is Action.CLUSTERING) else self.action
+        return Instant(self.time, action, state, transition_ms,
+                       self.completion_time if state is State.COMPLETED else None)
+
+    @property
+    def newest_time(self) -> str:
+        """The later of the requested and completion times (a new instant must be greater than both)."""
+        return max(self.time, self.completion_time or "")
 
     def sort_key(self) -> tuple[str, int, str]:
         return (self.time, self.state.rank, self.action.value)
@@ -101,13 +121,13 @@ class Instant:
 
 
 def instant_file_name(time: str, action: Action, state: State) -> str:
-    """File name of an instant state in timeline layout 1."""
+    """File name of an instant state in timeline layout 1 (a clustering's pending states are replacecommits)."""
+    if action is Action.CLUSTERING:
+        action = Action.REPLACE_COMMIT
     if action is Action.COMMIT and state is State.INFLIGHT:
         return f"{time}.inflight"  # the legacy name Hudi keeps for inflight commits
     if state is State.COMPLETED:
-        if action is Action.SAVEPOINT or action in _COMPLETED_FILE_ACTION:
-            return f"{time}.{_COMPLETED_FILE_ACTION.get(action, action).value}"
-        return f"{time}.{action.value}"
+        return f"{time}.{COMPLETED_FILE_ACTION.get(action, action).value}"
     if action is Action.SAVEPOINT and state is State.REQUESTED:
         raise TimelineError(f"savepoint {time} has no requested state")
     return f"{time}.{action.value}.{state.value}"

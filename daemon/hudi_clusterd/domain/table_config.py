@@ -10,16 +10,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from hudi_clusterd.errors import TableError, UnsupportedTableError
+from hudi_clusterd.domain.timeline_layout import LAYOUT_1, TimelineLayout, layout_2
+from hudi_clusterd.errors import TableError, TimelineError, UnsupportedTableError
 
-SUPPORTED_TABLE_VERSION = 6
-SUPPORTED_LAYOUT_VERSION = 1
+NEW_TABLE_VERSION = 6
+"""The version of the tables the daemon's own ingestion creates."""
+LAYOUT_OF_VERSION = {6: 1, 8: 2, 9: 2}
+"""The table versions the daemon reads and writes, and the timeline layout each one uses."""
+NATIVE_FORMAT = "native"
 
 NAME = "hoodie.table.name"
 DATABASE = "hoodie.database.name"
 TYPE = "hoodie.table.type"
 VERSION = "hoodie.table.version"
 LAYOUT_VERSION = "hoodie.timeline.layout.version"
+TIMELINE_PATH = "hoodie.timeline.path"
+TABLE_FORMAT = "hoodie.table.format"
+INITIAL_VERSION = "hoodie.table.initial.version"
+RECORD_MERGE_MODE = "hoodie.record.merge.mode"
 ARCHIVE_FOLDER = "hoodie.archivelog.folder"
 RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
 PARTITION_FIELDS = "hoodie.table.partition.fields"
@@ -116,6 +124,13 @@ class TableConfig:
         return int(v) if v and v.strip().isdigit() else None
 
     @property
+    def timeline_layout(self) -> TimelineLayout:
+        """Where and how this table's instant files are stored (layout 2 for versions 8 and 9)."""
+        if self.layout_version is not None and self.layout_version >= 2:
+            return layout_2(self.raw.get(TIMELINE_PATH))
+        return LAYOUT_1
+
+    @property
     def record_key_fields(self) -> tuple[str, ...]:
         return _split(self.raw.get(RECORD_KEY_FIELDS))
 
@@ -177,16 +192,26 @@ class TableConfig:
         version = self.raw.get(VERSION)
         if version is None:
             raise TableError(f"{source}: missing {VERSION}")
-        if self.version != SUPPORTED_TABLE_VERSION:
+        if self.version not in LAYOUT_OF_VERSION:
             raise UnsupportedTableError(
-                f"{source}: {VERSION}={version} is not supported; hudi-clusterd reads and writes table version "
-                f"{SUPPORTED_TABLE_VERSION} only (Hudi 0.14/0.15)"
+                f"{source}: {VERSION}={version} is not supported; hudi-clusterd reads and writes table versions "
+                "6 (Hudi 0.14/0.15), 8 (Hudi 1.0) and 9 (Hudi 1.1 and later)"
             )
-        if self.layout_version != SUPPORTED_LAYOUT_VERSION:
+        layout = LAYOUT_OF_VERSION[self.version]
+        if self.layout_version != layout:
             raise UnsupportedTableError(
-                f"{source}: {LAYOUT_VERSION}={self.raw.get(LAYOUT_VERSION)!r} is not supported; table version 6 "
-                f"uses timeline layout {SUPPORTED_LAYOUT_VERSION}"
+                f"{source}: {LAYOUT_VERSION}={self.raw.get(LAYOUT_VERSION)!r} is not supported; table version "
+                f"{self.version} uses timeline layout {layout}"
             )
+        table_format = self.raw.get(TABLE_FORMAT, NATIVE_FORMAT).strip().lower()
+        if table_format != NATIVE_FORMAT:
+            raise UnsupportedTableError(
+                f"{source}: {TABLE_FORMAT}={self.raw.get(TABLE_FORMAT)} is not supported; hudi-clusterd serves "
+                f"tables of Hudi's own format ({TABLE_FORMAT}={NATIVE_FORMAT})")
+        try:
+            self.timeline_layout  # noqa: B018  (validates hoodie.timeline.path)
+        except TimelineError as e:
+            raise UnsupportedTableError(f"{source}: {e}") from e
         if self.table_type != TableType.COPY_ON_WRITE.value:
             raise UnsupportedTableError(
                 f"{source}: {TYPE}={self.table_type} is not supported; only COPY_ON_WRITE tables are handled"
@@ -243,8 +268,8 @@ class TableConfig:
             raw[PARTITION_FIELDS] = ",".join(partition_fields)
         raw[TYPE] = TableType.COPY_ON_WRITE.value
         raw[ARCHIVE_FOLDER] = "archived"
-        raw[LAYOUT_VERSION] = str(SUPPORTED_LAYOUT_VERSION)
-        raw[VERSION] = str(SUPPORTED_TABLE_VERSION)
+        raw[LAYOUT_VERSION] = str(LAYOUT_OF_VERSION[NEW_TABLE_VERSION])
+        raw[VERSION] = str(NEW_TABLE_VERSION)
         raw[RECORD_KEY_FIELDS] = ",".join(record_key_fields)
         raw[DATABASE] = database
         raw[URL_ENCODE] = str(url_encode).lower()

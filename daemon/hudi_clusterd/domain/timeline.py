@@ -11,13 +11,19 @@ from dataclasses import dataclass
 from hudi_clusterd.domain.instant import Action, Instant, State
 
 # Actions whose completed instants make up Hudi's "commits timeline" (what the clustering trigger counts).
-COMMIT_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT})
+COMMIT_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING})
 # Actions whose files are data files of the table ("write timeline").
 WRITE_ACTIONS = frozenset(
-    {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION}
+    {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION,
+     Action.CLUSTERING}
 )
-# A completed compaction is stored as a commit; both describe the same instant.
-_COMPARABLE = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT}
+REPLACE_ACTIONS = frozenset({Action.REPLACE_COMMIT, Action.CLUSTERING})
+# A completed compaction is stored as a commit, a completed clustering as a replacecommit: each pair describes the
+# same instant.
+_COMPARABLE = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+               Action.CLUSTERING: Action.REPLACE_COMMIT}
+# Completed compactions keep their own name here; a completed clustering is a replacecommit, as Hudi has it.
+_KEEPS_NAME_WHEN_COMPLETED = frozenset({Action.COMPACTION, Action.LOG_COMPACTION})
 
 
 def _comparable(action: Action) -> Action:
@@ -32,7 +38,7 @@ class Timeline:
 
     @classmethod
     def from_states(cls, states: Iterable[Instant]) -> Timeline:
-        """Collapse the state files of layout 1 (requested, inflight, completed side by side) to one instant each."""
+        """Collapse the state files (requested, inflight, completed side by side) to one instant each."""
         best: dict[tuple[str, Action], Instant] = {}
         for inst in states:
             key = (inst.time, _comparable(inst.action))
@@ -40,11 +46,11 @@ class Timeline:
             if cur is None or inst.state.rank > cur.state.rank:
                 # a completed compaction's file reads as a commit; keep the more specific action name
                 action = inst.action
-                if cur is not None and cur.action in _COMPARABLE and inst.state is State.COMPLETED:
+                if cur is not None and cur.action in _KEEPS_NAME_WHEN_COMPLETED and inst.state is State.COMPLETED:
                     action = cur.action
-                best[key] = Instant(inst.time, action, inst.state, inst.transition_ms)
-            elif inst.state.rank == cur.state.rank and inst.action in _COMPARABLE:
-                best[key] = Instant(cur.time, inst.action, cur.state, cur.transition_ms)
+                best[key] = Instant(inst.time, action, inst.state, inst.transition_ms, inst.completion_time)
+            elif inst.state.rank == cur.state.rank and inst.action in _KEEPS_NAME_WHEN_COMPLETED:
+                best[key] = Instant(cur.time, inst.action, cur.state, cur.transition_ms, cur.completion_time)
         return cls(tuple(sorted(best.values(), key=Instant.sort_key)))
 
     def __iter__(self) -> Iterator[Instant]:
@@ -102,9 +108,19 @@ class Timeline:
     def last(self) -> Instant | None:
         return self.instants[-1] if self.instants else None
 
+    def replaces(self) -> Timeline:
+        """replacecommit and clustering instants in any state."""
+        return self.of_actions(REPLACE_ACTIONS)
+
     def last_time(self) -> str | None:
-        """The greatest instant time on the timeline, any action and state (new instants must exceed it)."""
-        return max((i.time for i in self.instants), default=None)
+        """The greatest requested or completion time on the timeline, any action and state (new instants must
+        exceed it)."""
+        return max((i.newest_time for i in self.instants), default=None)
+
+    def completed_after(self, time: str) -> Timeline:
+        """Completed instants whose completion time is after ``time`` (where the layout records one; otherwise
+        those requested after it)."""
+        return self.filter(lambda i: i.is_completed and (i.completion_time or i.time) > time)
 
     def commits_since(self, time: str | None) -> int:
         """Completed commit/deltacommit/replacecommit instants strictly after ``time``."""

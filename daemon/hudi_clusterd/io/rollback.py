@@ -36,7 +36,7 @@ from hudi_clusterd.io.avro import decode_ocf, encode_record
 from hudi_clusterd.io.heartbeat import heartbeat_path
 from hudi_clusterd.io.markers import IOType, delete_markers, list_markers
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.io.timeline_store import META_FOLDER, meta_path
+from hudi_clusterd.io.timeline_store import META_FOLDER
 
 log = structlog.get_logger(__name__)
 
@@ -124,7 +124,7 @@ def _partitions_written(table: HoodieTable, target: Instant) -> list[str] | None
     """The partitions a pending clustering can have written to (those of its plan's groups); None when unknown.
 
     Rollback runs under the table lock, so it lists only these, never the whole table."""
-    if target.action is not Action.REPLACE_COMMIT:
+    if not target.action.is_replace:
         return None
     try:
         meta = table.timeline_store.requested_replace(target.time)
@@ -139,8 +139,7 @@ def _pending_rollback_for(table: HoodieTable, timeline: Timeline,
                           target_time: str) -> tuple[Instant, dict[str, Any]] | None:
     """An unfinished rollback instant whose plan targets ``target_time`` (to resume it)."""
     for inst in timeline.of_actions([Action.ROLLBACK]).pending().after(target_time):
-        requested = inst.with_state(State.REQUESTED)
-        path = meta_path(requested.file_name)
+        path = table.timeline_store.path(inst.with_state(State.REQUESTED))
         if not table.storage.exists(path):
             continue
         try:

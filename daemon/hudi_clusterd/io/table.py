@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time as _time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, tzinfo
@@ -15,8 +16,8 @@ from hudi_clusterd.domain.instant import (
     MAX_AHEAD_S,
     Action,
     Instant,
+    State,
     next_instant_time,
-    parse_instant_file_name,
     parse_instant_time,
     zone_skew_s,
 )
@@ -28,24 +29,29 @@ from hudi_clusterd.io.footers import FooterRanges
 from hudi_clusterd.io.java_properties import format_properties, parse_properties
 from hudi_clusterd.io.lock import LockOptions, TableLock
 from hudi_clusterd.io.storage import FileInfo, Storage
-from hudi_clusterd.io.timeline_store import META_FOLDER, TimelineStore
+from hudi_clusterd.io.timeline_store import META_FOLDER, TEMP_FOLDER, TimelineStore
 
 log = structlog.get_logger(__name__)
 
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 _SKIP_DIRS = frozenset({META_FOLDER, "_delta_log"})
+CLOCK_SKEW_WAIT_S = 0.2
+"""Hudi 1.x writers wait out ``hoodie.time.generator.max_expected_clock_skew_ms`` (200 ms by default) after taking
+a time under the lock, so that a time taken after theirs, on another host, is greater; so does the daemon on
+tables of timeline layout 2, whose readers order instants by completion time."""
 
 
 class HoodieTable:
-    """One copy-on-write table of version 6."""
+    """One copy-on-write table (version 6, 8 or 9)."""
 
     def __init__(self, storage: Storage, config: TableConfig, *, lock_options: LockOptions | None = None) -> None:
         self.storage = storage
         self.config = config
         self.lock_options = lock_options or LockOptions()
         self._locks = threading.local()  # the TableLock this thread holds, if any
-        self.timeline_store = TimelineStore(storage, before_write=self.verify_lock)
+        self.timeline_store = TimelineStore(storage, before_write=self.verify_lock, layout=config.timeline_layout,
+                                            completion_time=self._completion_time)
         self.footer_ranges = FooterRanges(storage)
 
     # --- opening and creating -------------------------------------------------------------------------------
@@ -76,6 +82,10 @@ class HoodieTable:
         source = self.storage.full_path(PROPERTIES_FILE)
         config = _read_config(self.storage)
         config.check_writable(source)
+        if config.timeline_layout != self.timeline_store.layout:
+            log.warning("the table's timeline layout changed (a writer upgraded it)", base_path=self.base_path,
+                        table_version=config.version, layout=config.timeline_layout.version)
+            self.timeline_store.layout = config.timeline_layout
         self.config = config
 
     @classmethod
@@ -124,6 +134,8 @@ class HoodieTable:
         timeline = timeline if timeline is not None else self.timeline()
         if now is None:
             now = datetime.now(self.timeline_tz)
+            if self.timeline_store.layout.records_completion_time:
+                _time.sleep(CLOCK_SKEW_WAIT_S)
         last = timeline.last_time()
         if last is not None:
             ahead = (parse_instant_time(last, now.tzinfo or UTC) - now).total_seconds()
@@ -135,13 +147,20 @@ class HoodieTable:
                     "hoodie.table.timeline.timezone=UTC on the writers that create the table, or the same TZ)")
         return next_instant_time(now, last)
 
+    def _completion_time(self) -> str:
+        """A completion time for an instant completing now, from the timeline last listed (under the lock)."""
+        return self.new_instant_time(Timeline.from_states(self.timeline_store.listed_states()))
+
     def instant_time_taken(self, time: str) -> str | None:
         """A file showing that another writer uses instant time ``time`` for another action (ingestion commits,
         cleans and rollbacks take their times without the table lock), or None. Stats a few names; no listing."""
-        names = [f"{META_FOLDER}/{time}.{suffix}" for suffix in (
-            "commit.requested", "inflight", "commit", "deltacommit.requested", "clean.requested",
-            "rollback.requested")]
-        names += [f"{META_FOLDER}/.temp/{time}"]
+        store = self.timeline_store
+        names = [store.path(Instant(time, action, state)) for action, state in (
+            (Action.COMMIT, State.REQUESTED), (Action.COMMIT, State.INFLIGHT), (Action.DELTA_COMMIT, State.REQUESTED),
+            (Action.CLEAN, State.REQUESTED), (Action.ROLLBACK, State.REQUESTED))]
+        if not store.layout.records_completion_time:
+            names.append(store.path(Instant(time, Action.COMMIT, State.COMPLETED)))
+        names += [f"{TEMP_FOLDER}/{time}"]
         return next((self.storage.full_path(n) for n in names if self.storage.exists(n)), None)
 
     def _zone_name(self) -> str:
@@ -152,15 +171,16 @@ class HoodieTable:
         this host reads the timeline in: their times then sit a whole number of quarter hours away from when their
         files were written, and instants of the daemon would interleave wrongly with the writers'."""
         requested = []
+        layout = self.timeline_store.layout
         for fi in listed:
-            inst = parse_instant_file_name(fi.name, fi.mtime_ms) if fi.name.endswith(".requested") else None
+            inst = layout.parse(fi.name, fi.mtime_ms) if fi.name.endswith(".requested") else None
             if inst is not None:
                 requested.append(inst)
         for inst in sorted(requested, key=lambda i: i.time)[-newest:]:
             skew = zone_skew_s(inst.time, inst.transition_ms, self.timeline_tz)
             if skew is not None:
                 raise TimelineError(
-                    f"{self.storage.full_path(META_FOLDER + '/' + inst.file_name)}: instant {inst.time} was named in "
+                    f"{self.storage.full_path(layout.path(inst))}: instant {inst.time} was named in "
                     f"a time zone {abs(skew) / 3600:.2f}h {'behind' if skew > 0 else 'ahead of'} the one this host "
                     f"reads the timeline in ({self._zone_name()}); the daemon's instants would be ordered wrongly "
                     "against the writers'. Run the daemon in the writers' time zone (TZ), or use "
@@ -200,7 +220,7 @@ class HoodieTable:
         path is refused (``MetadataDecodeError`` naming its file): ``hudi-clusterd rollback --purge`` removes it."""
         timeline = timeline if timeline is not None else self.timeline()
         out: list[PendingPlan] = []
-        for inst in timeline.of_actions([Action.REPLACE_COMMIT]).pending():
+        for inst in timeline.replaces().pending():
             meta = self.timeline_store.requested_replace(inst.time)
             if meta is not None and meta.is_clustering and meta.clustering_plan is not None:
                 self._check_plan_paths(inst, meta.clustering_plan)
@@ -214,14 +234,16 @@ class HoodieTable:
             except StorageError as e:
                 rel = f"(outside: {e})"
             if rel != join_partition(s.partition_path, s.file_name):
-                source = self.storage.full_path(f"{META_FOLDER}/{inst.time}.replacecommit.requested")
+                source = self.storage.full_path(self.timeline_store.path(inst.with_state(State.REQUESTED)))
                 raise MetadataDecodeError(
                     f"{source}: slice {s.file_id} names base file {s.data_file_path!r}, which is not in the table's "
                     f"partition {s.partition_path!r}; the plan is refused (remove it with hudi-clusterd rollback "
                     f"--instant {inst.time} --purge)")
 
     def is_clustering_instant(self, inst: Instant) -> bool:
-        """Whether a replacecommit is clustering: its completed metadata or its requested plan says CLUSTER."""
+        """Whether a replace instant is clustering: its completed metadata or its requested plan says CLUSTER."""
+        if inst.action is Action.CLUSTERING:
+            return True
         if inst.action is not Action.REPLACE_COMMIT:
             return False
         if inst.is_completed:
@@ -232,7 +254,7 @@ class HoodieTable:
     def last_clustering_time(self, timeline: Timeline | None = None) -> str | None:
         """The newest completed or pending clustering instant (Hudi 0.15 semantics)."""
         timeline = timeline if timeline is not None else self.timeline()
-        for inst in reversed(timeline.of_actions([Action.REPLACE_COMMIT]).instants):
+        for inst in reversed(timeline.replaces().instants):
             if self.is_clustering_instant(inst):
                 return inst.time
         return None
@@ -304,7 +326,7 @@ class HoodieTable:
 
     def replaced_groups(self, timeline: Timeline) -> ReplacedGroups:
         pairs = []
-        for inst in timeline.of_actions([Action.REPLACE_COMMIT]).completed():
+        for inst in timeline.replaces().completed():
             meta = self.timeline_store.commit_metadata(inst)
             pairs.append((inst.time, meta.partition_to_replace_file_ids or {}))
         return ReplacedGroups.from_instants(pairs)
@@ -333,6 +355,15 @@ class HoodieTable:
             return self.storage.read_bytes(PROPERTIES_FILE).decode("iso-8859-1")
         except StorageError as e:
             raise TableError(f"{self.storage.full_path(PROPERTIES_FILE)}: {e}") from e
+
+
+def timeline_folder(base_path: str) -> str:
+    """The timeline folder of the table at ``base_path``, relative to it (``.hoodie`` when it cannot be read)."""
+    storage = Storage(base_path)
+    try:
+        return _read_config(storage).timeline_layout.folder
+    except (StorageError, TableError, TimelineError):
+        return META_FOLDER
 
 
 def _read_config(storage: Storage) -> TableConfig:

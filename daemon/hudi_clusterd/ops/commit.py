@@ -19,7 +19,6 @@ to decide.
 from __future__ import annotations
 
 import bisect
-import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from hudi_clusterd.errors import (
     CommitConflictError,
     ExecutionError,
     InstantCollisionError,
+    MetadataDecodeError,
     StorageError,
     TimelineError,
 )
@@ -120,21 +120,11 @@ def ingestion_rhythm(states: Iterable[Instant], pairs: int = RHYTHM_PAIRS) -> In
     return IngestionRhythm(completed[-1], pauses[len(pauses) // 2] if pauses else 0)
 
 
-def declared_file_ids(data: bytes) -> list[FileGroupId]:
-    """The (partition, file id) pairs an inflight commit's workload profile names (Hudi's JSON); none when the
-    inflight state is empty or not that JSON."""
-    try:
-        doc = json.loads(data.decode("utf-8")) if data.strip() else {}
-    except (UnicodeDecodeError, ValueError):
-        return []
-    stats = doc.get("partitionToWriteStats") if isinstance(doc, dict) else None
-    out: list[FileGroupId] = []
-    for partition, entries in (stats or {}).items() if isinstance(stats, dict) else ():
-        for entry in entries if isinstance(entries, list) else ():
-            file_id = entry.get("fileId") if isinstance(entry, dict) else None
-            if isinstance(file_id, str) and file_id:
-                out.append((str(partition), file_id))
-    return out
+def declared_file_ids(profile: CommitMetadata) -> list[FileGroupId]:
+    """The (partition, file id) pairs an inflight commit's workload profile names (inserts into new file groups
+    name none)."""
+    return [(partition, ws.file_id) for partition, stats in profile.partition_to_write_stats.items()
+            for ws in stats if ws.file_id]
 
 
 def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroupId], own_instant: str
@@ -144,7 +134,7 @@ def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroup
     undecided: list[str] = []
     in_progress: list[str] = []
     for inst in timeline.writes().pending():
-        if inst.time == own_instant or inst.action is Action.REPLACE_COMMIT:
+        if inst.time == own_instant or inst.action.is_replace:
             continue
         for marker in list_markers(table.storage, inst.time):
             gid = (marker.partition_path, marker.data_file_name.split("_", 1)[0])
@@ -152,8 +142,11 @@ def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroup
                 out.setdefault(gid, inst.time)
         if inst.state is State.INFLIGHT:
             try:
-                declared = declared_file_ids(table.timeline_store.read(inst))
+                declared = declared_file_ids(table.timeline_store.inflight_metadata(inst))
             except StorageError:  # completed or rolled back meanwhile: the next listing tells
+                declared = []
+            except MetadataDecodeError as e:  # not Hudi's workload profile: nothing declared
+                log.debug("unreadable workload profile", instant=inst.time, error=str(e))
                 declared = []
             for gid in declared:
                 if gid in groups:
@@ -256,7 +249,7 @@ def _wait_for_next_write(table: HoodieTable, wait: _Wait, deadline: float) -> No
 
 def _other_pending_writes(timeline: Timeline) -> list[Instant]:
     """Pending write instants other than clustering (and other replacecommits)."""
-    return [i for i in timeline.writes().pending() if i.action is not Action.REPLACE_COMMIT]
+    return [i for i in timeline.writes().pending() if not i.action.is_replace]
 
 
 def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
@@ -266,12 +259,12 @@ def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
     nothing."""
     with table.lock():
         view = fresh_view(table, plan)
-        inflight = Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT)
-        found = view.timeline.find(instant, Action.REPLACE_COMMIT)
+        inflight = Instant(instant, Action.CLUSTERING, State.INFLIGHT)
+        found = view.timeline.find(instant, Action.CLUSTERING)
         if found is None or found.state is not State.INFLIGHT:
             raise TimelineError(f"clustering {instant} is no longer inflight (rolled back by another process?); "
                                 "its files are rolled back")
-        others = sorted({i.action.value for i in view.timeline if i.time == instant} - {Action.REPLACE_COMMIT.value})
+        others = sorted({i.action.value for i in view.timeline if i.time == instant and not i.action.is_replace})
         if others:
             raise InstantCollisionError(f"clustering {instant}: another writer took the same instant time for "
                                         f"{', '.join(others)}; the clustering is withdrawn, deleting only its own "
@@ -316,7 +309,8 @@ def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
             Operation.CLUSTER,
             partition_to_replace_file_ids={p: tuple(v) for p, v in replaced.items()},
         )
-        table.timeline_store.create(inflight.with_state(State.COMPLETED), meta.to_json_bytes())
+        store = table.timeline_store
+        store.create(inflight.with_state(State.COMPLETED), store.serde.encode_commit(meta))
     delete_markers(table.storage, instant)
     if dropped and kept:
         log.warning("clustering committed without the groups ingestion moved", instant=instant,
@@ -330,7 +324,7 @@ def withdraw_collided(table: HoodieTable, instant: str, written: Sequence[WriteS
     discard_files(table, instant, written, markers=False)
     with table.lock():
         for state in (State.INFLIGHT, State.REQUESTED):
-            table.timeline_store.delete(Instant(instant, Action.REPLACE_COMMIT, state))
+            table.timeline_store.delete(Instant(instant, Action.CLUSTERING, state))
     log.error("clustering withdrawn: its instant time is used by another writer", instant=instant,
               files=len(written))
 
@@ -343,7 +337,7 @@ def rollback_clustering(table: HoodieTable, instant: str, *, purge: bool = False
     ``hoodie.clustering.rollback.pending.replacecommit.on.conflict``), the files it wrote after that writer read
     its markers would stay behind and become visible once archival passes the instant: the files ``written``
     names and those its remaining markers name are deleted instead (only base files of this very instant)."""
-    result = rollback_pending(table, instant, Action.REPLACE_COMMIT, delete_requested=purge)
+    result = rollback_pending(table, instant, Action.CLUSTERING, delete_requested=purge)
     table.storage.delete(heartbeat_path(instant))
     if result is None:
         discard_files(table, instant, written)

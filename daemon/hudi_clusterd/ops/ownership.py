@@ -100,7 +100,7 @@ class Ownership:
         store = table.timeline_store
         if store.exists(Instant(instant, Action.REPLACE_COMMIT, State.COMPLETED)):
             raise PlanError(f"clustering {instant} is already completed")
-        requested = Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED)
+        requested = Instant(instant, Action.CLUSTERING, State.REQUESTED)
         if not store.exists(requested):
             raise PlanError(f"no clustering plan {instant} on the timeline of {table.base_path} (rolled back or "
                             "purged meanwhile)")
@@ -112,7 +112,7 @@ class Ownership:
                                 "--force")
             if self.owner_alive(table, instant):
                 return None
-            result = rollback_pending(table, instant, Action.REPLACE_COMMIT, take_lock=False)
+            result = rollback_pending(table, instant, Action.CLUSTERING, take_lock=False)
             if result is not None:
                 log.warning("rolled back abandoned clustering", instant=instant,
                             deleted_files=len(result.deleted_files))

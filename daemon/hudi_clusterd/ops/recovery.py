@@ -36,7 +36,7 @@ def clean_completed_leftovers(snapshot: TableSnapshot, ownership: Ownership) -> 
     storage = snapshot.table.storage
     leftovers = {e.name for e in storage.list_dir(TEMP_FOLDER) if e.is_dir}
     leftovers |= {e.name for e in storage.list_dir(HEARTBEAT_FOLDER) if not e.is_dir}
-    completed = {i.time for i in snapshot.timeline.of_actions([Action.REPLACE_COMMIT]).completed()
+    completed = {i.time for i in snapshot.timeline.replaces().completed()
                  if i.time in leftovers and snapshot.table.is_clustering_instant(i)}
     cleaned: list[str] = []
     for instant in sorted(completed):
@@ -73,11 +73,11 @@ def roll_back_abandoned(snapshot: TableSnapshot, ownership: Ownership) -> list[R
         if not scheduled_by_us(p.plan):
             log.info("inflight clustering scheduled by another writer left to it", instant=p.time)
             continue
-        inflight = Instant(p.time, Action.REPLACE_COMMIT, State.INFLIGHT)
+        inflight = Instant(p.time, Action.CLUSTERING, State.INFLIGHT)
         with table.lock():
             if not table.timeline_store.exists(inflight) or ownership.owner_alive(table, p.time):
                 continue
-            result = rollback_pending(table, p.time, Action.REPLACE_COMMIT, take_lock=False)
+            result = rollback_pending(table, p.time, Action.CLUSTERING, take_lock=False)
             table.storage.delete(heartbeat_path(p.time))
         if result is not None:
             log.warning("rolled back abandoned clustering", instant=p.time, deleted_files=len(result.deleted_files))

@@ -28,7 +28,6 @@ from hudi_clusterd.domain.policy import ClusteringKey, ClusteringPolicy
 from hudi_clusterd.domain.sort_columns import avro_column_kinds, sort_column_problems
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import ConfigError, InstantCollisionError
-from hudi_clusterd.io.avro import encode_requested_replace
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.snapshot import TableSnapshot
@@ -86,7 +85,7 @@ def _save(table: HoodieTable, snapshot: TableSnapshot, data: bytes) -> Instant:
     action meanwhile (ingestion takes its times without the lock), withdraw it and take the next time."""
     after = snapshot.timeline
     for _ in range(TIME_ATTEMPTS):
-        requested = Instant(table.new_instant_time(after), Action.REPLACE_COMMIT, State.REQUESTED)
+        requested = Instant(table.new_instant_time(after), Action.CLUSTERING, State.REQUESTED)
         table.timeline_store.create(requested, data)
         taken = table.instant_time_taken(requested.time)
         if taken is None:
@@ -135,7 +134,8 @@ def schedule(
             reason = "every planned file group moved while it was planned"
             return ScheduleResult(snapshot, decision, PlanningResult(None, reason))
         table.check_writer_zones(snapshot.meta_files)
-        requested = _save(table, snapshot, encode_requested_replace(RequestedReplaceMetadata.for_plan(plan)))
+        requested = _save(table, snapshot,
+                          table.timeline_store.serde.encode_plan(RequestedReplaceMetadata.for_plan(plan)))
         pending = PendingPlan(requested, plan)
         claim = claim_with.claim(table, pending, locked=True) if claim_with is not None else None
     if plan is not planning.plan:

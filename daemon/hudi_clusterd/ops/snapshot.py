@@ -60,7 +60,7 @@ class TableSnapshot:
 
     def clustered_instants(self) -> set[str]:
         """Times of completed clustering instants."""
-        return {i.time for i in self.timeline.of_actions([Action.REPLACE_COMMIT]).completed()
+        return {i.time for i in self.timeline.replaces().completed()
                 if self.table.is_clustering_instant(i)}
 
     def schema(self) -> str | None:

@@ -24,7 +24,7 @@ from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import ClusterdError
 from hudi_clusterd.io.lock import LockOptions
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.io.table import HoodieTable, timeline_folder
 from hudi_clusterd.layout.figures import clustering_figures, ratio_after
 from hudi_clusterd.ops.commit import rollback_clustering
 from hudi_clusterd.ops.events import Event, LayoutMeasured, Observer, Outcome, PlanScheduled, TableObserved
@@ -88,7 +88,8 @@ class TableWorker:
         settings = self.daemon.settings.current
         if TimelineWatcher.supports(spec.base_path):
             try:
-                self._watcher = TimelineWatcher(spec.base_path, self.wake.set, mode=settings.watch_mode.value)
+                self._watcher = TimelineWatcher(spec.base_path, self.wake.set, mode=settings.watch_mode.value,
+                                                folder=timeline_folder(spec.base_path))
                 self._watcher.start()
             except ClusterdError as e:
                 log.warning("timeline watcher not started; polling only", table=self.name, error=str(e))

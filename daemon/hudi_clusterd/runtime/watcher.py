@@ -225,14 +225,16 @@ class TimelineWatcher:
         mode: WatchMode = "events",
         poll_interval: float = 2.0,
         debounce: float = 0.2,
+        folder: str = ".hoodie",
     ) -> None:
+        """``folder``: the table's timeline folder, relative to ``base_path`` (its layout's)."""
         base = local_path(base_path)
         if base is None:
             raise ValueError(f"{base_path}: only local tables can be watched; rely on the periodic check")
         if debounce < 0:
             raise ValueError(f"debounce must be >= 0 seconds, got {debounce}")
         self.base_path = base_path
-        self.timeline_dir = base / ".hoodie"
+        self.timeline_dir = base / folder
         self._debouncer = Debouncer(on_change, debounce, name=f"timeline-debounce:{base.name}")
         handler = _NotifyHandler(is_timeline_change, self._debouncer.poke)
         self._observer = _DirectoryObserver(self.timeline_dir, handler, mode, poll_interval)

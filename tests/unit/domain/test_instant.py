@@ -47,7 +47,7 @@ def test_parse_instant_file_name_every_action_and_state_round_trips(name: str, a
     inst = parse_instant_file_name(name)
     assert inst is not None
     assert (inst.action, inst.state) == (action, state)
-    assert inst.file_name == name
+    assert instant_file_name(inst.time, inst.action, inst.state) == name
 
 
 @pytest.mark.parametrize("name", ["hoodie.properties", "lock", ".aux", f"{T}.commit.tmp", f"{T}.bogus",

@@ -180,8 +180,8 @@ def test_a_lock_deleted_under_its_holder_stops_every_later_timeline_write(tmp_pa
             table.timeline_store.delete(planned)
         # And a lock file another writer created meanwhile is left alone at release
         (gen.base / LOCK_FILE).write_bytes(HUDI_LOCK)
-    assert not (gen.base / ".hoodie" / planned.with_state(State.INFLIGHT).file_name).exists()
-    assert (gen.base / ".hoodie" / planned.file_name).exists()
+    assert not (gen.base / gen.table.timeline_store.path(planned.with_state(State.INFLIGHT))).exists()
+    assert (gen.base / gen.table.timeline_store.path(planned)).exists()
     assert (gen.base / LOCK_FILE).read_bytes() == HUDI_LOCK
 
 

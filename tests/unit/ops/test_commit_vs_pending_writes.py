@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_clusterd.domain.commit import WriteStat
+from hudi_clusterd.domain.commit import CommitMetadata, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
@@ -139,12 +139,11 @@ def test_the_wait_is_bounded(tmp_path: Path) -> None:
     assert committed.dropped_groups == ()
 
 
-def test_declared_file_ids_reads_hudis_workload_profile_and_ignores_anything_else() -> None:
+def test_declared_file_ids_reads_hudis_workload_profile_and_skips_inserts() -> None:
     profile = {"partitionToWriteStats": {"p1": [{"fileId": ""}, {"fileId": "f1-0"}], "p2": [{"fileId": "f2-0"}]}}
-    assert declared_file_ids(json.dumps(profile).encode()) == [("p1", "f1-0"), ("p2", "f2-0")]
-    for junk in (b"", b"{}", b"not json", b"\xff\xfe", b"[]", b'{"partitionToWriteStats": []}',
-                 b'{"partitionToWriteStats": {"p": [1, {"fileId": 2}]}}'):
-        assert declared_file_ids(junk) == []
+    decoded = CommitMetadata.from_json_bytes(json.dumps(profile).encode(), "profile")
+    assert declared_file_ids(decoded) == [("p1", "f1-0"), ("p2", "f2-0")]
+    assert declared_file_ids(CommitMetadata.from_json_bytes(b"", "empty")) == []
 
 
 # Right after a write completed, the writer's next write may already hold its instant time without having written

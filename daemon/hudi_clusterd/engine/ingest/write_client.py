@@ -56,8 +56,9 @@ class WriteHandle:
         return Instant(self.instant_time, self.action, State.COMPLETED)
 
 
-def _workload_profile(operation: str, extra: Mapping[str, str]) -> bytes:
-    return CommitMetadata(extra_metadata=dict(extra), operation_type=operation).to_json_bytes()
+def _workload_profile(table: HoodieTable, operation: str, extra: Mapping[str, str]) -> bytes:
+    profile = CommitMetadata(extra_metadata=dict(extra), operation_type=operation)
+    return table.timeline_store.serde.encode_commit(profile)
 
 
 def start_commit(table: HoodieTable, action: Action = Action.COMMIT, extra: Mapping[str, str] | None = None, *,
@@ -75,7 +76,8 @@ def start_commit(table: HoodieTable, action: Action = Action.COMMIT, extra: Mapp
         requested = Instant(instant_time, action, State.REQUESTED)
         try:
             table.timeline_store.create(requested, b"")
-            table.timeline_store.create(requested.with_state(State.INFLIGHT), _workload_profile(operation, stamped))
+            table.timeline_store.create(requested.with_state(State.INFLIGHT),
+                                        _workload_profile(table, operation, stamped))
         except BaseException:
             heartbeat.stop()
             table.timeline_store.delete(requested)
@@ -110,7 +112,7 @@ def complete_commit(table: HoodieTable, handle: WriteHandle, write_stats: Iterab
             raise TimelineError(f"commit {handle.instant_time} is already completed")
         if validate is not None:
             validate()
-        store.create(handle.completed, meta.to_json_bytes())
+        store.create(handle.completed, store.serde.encode_commit(meta))
     # Committed: what follows is clean-up, and a failure of it must not make the caller abort the commit.
     try:
         delete_markers(table.storage, handle.instant_time)
@@ -142,7 +144,7 @@ def pending_commit_metadata(table: HoodieTable, instant: Instant) -> Mapping[str
     if not table.timeline_store.exists(inflight):
         return {}
     try:
-        return CommitMetadata.from_json_bytes(table.timeline_store.read(inflight), inflight.file_name).extra_metadata
+        return table.timeline_store.inflight_metadata(inflight).extra_metadata
     except (TimelineError, StorageError):
         return {}
 
