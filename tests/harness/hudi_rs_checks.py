@@ -126,14 +126,13 @@ def assert_no_orphan_files(base: Path, *, at_rest: bool = False) -> int:
     named."""
     referenced: set[str] = set()
     hoodie = base / ".hoodie"
-    for f in [*hoodie.glob("*.commit"), *hoodie.glob("*.replacecommit")]:
-        for stats in json.loads(f.read_text()).get("partitionToWriteStats", {}).values():
-            referenced.update(ws["path"] for ws in stats)
+    table = HoodieTable.open(str(base))
+    for inst in table.timeline().commits().completed():
+        referenced.update(ws.path for ws in table.timeline_store.commit_metadata(inst).write_stats() if ws.path)
     orphans = sorted(rel for f in base.rglob("*.parquet")
                      if not (rel := f.relative_to(base).as_posix()).startswith(".hoodie") and rel not in referenced)
     assert not orphans, f"{len(orphans)} orphan data file(s), named by no completed commit: {orphans[:5]}"
     if at_rest:
-        table = HoodieTable.open(str(base))
         timeline = table.timeline()
         completed = {i.time for i in timeline.completed()}
         for f in data_files(base):

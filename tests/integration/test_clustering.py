@@ -206,6 +206,53 @@ def test_cluster_golden_tables_read_the_same_before_and_after(golden_copy: Any, 
         assert sum(b.num_rows for b in hudi_rs_incremental(base, previous, result.instant)) == 0
 
 
+V8_V9_NOMETA = {"v9_txns_simple_nometa": "amount,txn_ts", "v9_txns_complex_nometa": "txn_ts",
+                "v9_txns_nonpart_nometa": "account_id", "v8_simplekeygen_nonhivestyle_overwritetable": "id"}
+
+
+@pytest.mark.parametrize(("name", "columns"), sorted(V8_V9_NOMETA.items()))
+def test_cluster_golden_v8_v9_tables_in_timeline_layout_2(golden_copy: Any, runner: GroupRunner, name: str,
+                                                        columns: str) -> None:
+    # Given a table Apache Hudi 1.x wrote (version 8 or 9, no metadata table)
+    base = golden_copy(name)
+    table = HoodieTable.open(str(base))
+    before = hudi_rs_rows(base)
+    # When we cluster it
+    result = run(table, make_policy(**{"sort.columns": columns, "hoodie.layout.optimize.strategy": "z-order"}),
+                 runner)
+    assert result.outcome == "completed"
+    # Then the instant's files are layout 2's: an Avro plan in .hoodie/timeline, an empty inflight, and one
+    # completed replacecommit named by its completion time, in Avro; nothing in .hoodie itself or in history/
+    t = result.instant
+    timeline_dir = base / ".hoodie" / "timeline"
+    names = sorted(p.name for p in timeline_dir.iterdir() if p.name.startswith(t))
+    assert names[0] == f"{t}.clustering.inflight" and names[1] == f"{t}.clustering.requested", names
+    assert len(names) == 3 and names[2].startswith(f"{t}_") and names[2].endswith(".replacecommit"), names
+    completion = names[2].split("_", 1)[1].split(".", 1)[0]
+    assert completion > t
+    assert (timeline_dir / names[0]).stat().st_size == 0
+    for name_ in names[1:]:
+        assert (timeline_dir / name_).read_bytes()[:4] == b"Obj\x01"
+    assert not [p for p in (base / ".hoodie").iterdir() if p.name[:1].isdigit()]
+    assert not any((timeline_dir / "history").iterdir()) if (timeline_dir / "history").exists() else True
+    # and every instant on the timeline is older than the completion time, which is the newest of all
+    reread = HoodieTable.open(str(base)).timeline()
+    assert reread.last_time() == completion
+    done = reread.find(t)
+    assert done is not None and done.is_completed and done.completion_time == completion
+    meta = table.timeline_store.commit_metadata(done)
+    assert meta.operation_type == "CLUSTER" and meta.schema
+    # and hudi-rs reads the same rows, with their commit times, and no new rows in an incremental read
+    after = hudi_rs_rows(base)
+    assert without_file_name(after) == without_file_name(before)
+    # (layout 2's incremental reads are by completion time)
+    previous = reread.commits().completed().instants[-2]
+    assert previous.completion_time is not None
+    assert sum(b.num_rows for b in hudi_rs_incremental(base, previous.completion_time, completion)) == 0
+    assert sum(b.num_rows for b in hudi_rs_incremental(base, previous.time, completion)) > 0
+    assert assert_no_orphan_files(base) > 0
+
+
 class FailingRunner:
     """Runs group 0 for real, then fails group 1: a failed group must fail (and roll back) the instant."""
 
