@@ -55,9 +55,10 @@ ExtraColumns = Callable[[str, int], Mapping[str, pa.Array]]
 class TableGen:
     """A table plus a clock that hands out increasing instant times."""
 
-    def __init__(self, base: Path, partitioned: bool = True, name: str = "t", compression: str = "snappy") -> None:
+    def __init__(self, base: Path, partitioned: bool = True, name: str = "t", compression: str = "snappy",
+                 table_version: int = 6) -> None:
         cfg = TableConfig.for_new_table(name=name, record_key_fields=["id"],
-                                        partition_fields=["part"] if partitioned else [])
+                                        partition_fields=["part"] if partitioned else [], table_version=table_version)
         self.table = HoodieTable.create(str(base), cfg)
         self.base = base
         self.partitioned = partitioned
@@ -82,7 +83,8 @@ class TableGen:
         t = self.next_time()
         store = self.table.timeline_store
         store.create(Instant(t, Action.COMMIT, State.REQUESTED))
-        store.create(Instant(t, Action.COMMIT, State.INFLIGHT), b"{}")
+        store.create(Instant(t, Action.COMMIT, State.INFLIGHT),
+                     store.serde.encode_commit(CommitMetadata(operation_type=Operation.INSERT)))
         stats: dict[str, list[WriteStat]] = {}
         schema = SCHEMA
         files = [(p, xs) for p, xs in rows_per_partition.items() for _ in range(files_per_partition)]
@@ -121,7 +123,8 @@ class TableGen:
                 total_write_bytes=size, file_size_in_bytes=size))
         if complete:
             meta = CommitMetadata({p: tuple(s) for p, s in stats.items()}, {"schema": schema}, Operation.INSERT)
-            store.create(Instant(t, Action.COMMIT, State.COMPLETED), meta.to_json_bytes())
+            with self.table.lock():
+                store.create(Instant(t, Action.COMMIT, State.COMPLETED), store.serde.encode_commit(meta))
         return t
 
 

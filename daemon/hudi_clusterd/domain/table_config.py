@@ -10,7 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from hudi_clusterd.domain.timeline_layout import LAYOUT_1, TimelineLayout, layout_2
+from hudi_clusterd.domain.timeline_layout import (
+    DEFAULT_HISTORY_PATH,
+    DEFAULT_TIMELINE_PATH,
+    LAYOUT_1,
+    TimelineLayout,
+    layout_2,
+)
 from hudi_clusterd.errors import TableError, TimelineError, UnsupportedTableError
 
 NEW_TABLE_VERSION = 6
@@ -25,6 +31,7 @@ TYPE = "hoodie.table.type"
 VERSION = "hoodie.table.version"
 LAYOUT_VERSION = "hoodie.timeline.layout.version"
 TIMELINE_PATH = "hoodie.timeline.path"
+TIMELINE_HISTORY_PATH = "hoodie.timeline.history.path"
 TABLE_FORMAT = "hoodie.table.format"
 INITIAL_VERSION = "hoodie.table.initial.version"
 RECORD_MERGE_MODE = "hoodie.record.merge.mode"
@@ -247,8 +254,14 @@ class TableConfig:
         create_schema: str | None = None,
         key_generator: str | None = None,
         timeline_timezone: str | None = None,
+        table_version: int = NEW_TABLE_VERSION,
     ) -> TableConfig:
-        """The keys Hudi writes for a new copy-on-write table, with the checksum computed as Hudi does."""
+        """The keys Hudi writes for a new copy-on-write table of ``table_version`` (6, 8 or 9), with the checksum
+        computed as Hudi does. Versions 8 and 9 name the key generator by its type and record the merge mode and
+        the table's initial version; version 9 names the ordering field ``hoodie.table.ordering.fields``."""
+        if table_version not in LAYOUT_OF_VERSION:
+            raise TableError(f"cannot create a table of version {table_version}; versions: "
+                             f"{', '.join(map(str, sorted(LAYOUT_OF_VERSION)))}")
         if not name:
             raise TableError("a table name is required to create a table")
         if not record_key_fields:
@@ -262,20 +275,31 @@ class TableConfig:
                 key_generator = COMPLEX_KEYGEN
         raw: dict[str, str] = {}
         if precombine_field:
-            raw[PRECOMBINE_FIELD] = precombine_field
+            raw[ORDERING_FIELDS if table_version >= 9 else PRECOMBINE_FIELD] = precombine_field
         raw[DROP_PARTITION_COLUMNS] = "false"
         if partition_fields:
             raw[PARTITION_FIELDS] = ",".join(partition_fields)
         raw[TYPE] = TableType.COPY_ON_WRITE.value
         raw[ARCHIVE_FOLDER] = "archived"
-        raw[LAYOUT_VERSION] = str(LAYOUT_OF_VERSION[NEW_TABLE_VERSION])
-        raw[VERSION] = str(NEW_TABLE_VERSION)
+        raw[LAYOUT_VERSION] = str(LAYOUT_OF_VERSION[table_version])
+        raw[VERSION] = str(table_version)
         raw[RECORD_KEY_FIELDS] = ",".join(record_key_fields)
         raw[DATABASE] = database
         raw[URL_ENCODE] = str(url_encode).lower()
         raw[NAME] = name
-        raw[KEYGEN_CLASS] = key_generator
+        keygen_type = next((t for t, c in KEYGEN_CLASS_OF_TYPE.items() if c == key_generator), None)
+        if table_version >= 8 and keygen_type is not None:
+            raw[KEYGEN_TYPE] = keygen_type
+        else:
+            raw[KEYGEN_CLASS] = key_generator
         raw[HIVE_STYLE] = str(hive_style).lower()
+        if table_version >= 8:
+            raw[INITIAL_VERSION] = str(table_version)
+            raw[TIMELINE_PATH] = DEFAULT_TIMELINE_PATH
+            raw[TIMELINE_HISTORY_PATH] = DEFAULT_HISTORY_PATH
+            raw[RECORD_MERGE_MODE] = "EVENT_TIME_ORDERING" if precombine_field else "COMMIT_TIME_ORDERING"
+        if table_version >= 9:
+            raw[TABLE_FORMAT] = NATIVE_FORMAT
         if timeline_timezone:
             raw[TIMELINE_TIMEZONE] = timeline_timezone
         if create_schema:

@@ -27,6 +27,7 @@ from hudi_clusterd.errors import TimelineError
 
 META_FOLDER = ".hoodie"
 DEFAULT_TIMELINE_PATH = "timeline"
+DEFAULT_HISTORY_PATH = "history"
 
 # <requested>[_<completion>].<action>[.<state>]: layout 2's names (InstantFileNameParserV2's shape, digits only)
 _V2_NAME_RE = re.compile(r"\A([0-9]+)(?:_([0-9]+))?\.([a-z]+)(?:\.([a-z]+))?\Z")

@@ -22,8 +22,9 @@ from hudi_clusterd.domain.instant import (
     zone_skew_s,
 )
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
-from hudi_clusterd.domain.table_config import TableConfig
+from hudi_clusterd.domain.table_config import TIMELINE_HISTORY_PATH, TableConfig
 from hudi_clusterd.domain.timeline import Timeline
+from hudi_clusterd.domain.timeline_layout import DEFAULT_HISTORY_PATH
 from hudi_clusterd.errors import MetadataDecodeError, StorageError, TableError, TimelineError
 from hudi_clusterd.io.footers import FooterRanges
 from hudi_clusterd.io.java_properties import format_properties, parse_properties
@@ -93,8 +94,11 @@ class HoodieTable:
         """Lay out a new, empty table: ``.hoodie/`` with its sub-folders and ``hoodie.properties``."""
         storage = storage or Storage(base_path)
         config.check_writable(storage.full_path(PROPERTIES_FILE))
+        layout = config.timeline_layout
+        archive = f"{layout.folder}/{config.get(TIMELINE_HISTORY_PATH) or DEFAULT_HISTORY_PATH}" \
+            if layout.records_completion_time else f"{META_FOLDER}/archived"
         for folder in (".hoodie/.aux/.bootstrap/.partitions", ".hoodie/.aux/.bootstrap/.fileids",
-                       ".hoodie/.schema", ".hoodie/.temp", ".hoodie/archived"):
+                       ".hoodie/.schema", ".hoodie/.temp", layout.folder, archive):
             storage.makedirs(folder)
         now = datetime.now(UTC)
         header = [f"Properties saved on {now.strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3]}Z"]

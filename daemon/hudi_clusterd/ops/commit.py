@@ -258,6 +258,8 @@ def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
     """One attempt of `complete` under the lock: the commit, or (when ``may_wait``) why it waits, having written
     nothing."""
     with table.lock():
+        # a writer may have upgraded the table (moving its timeline) or changed it since the plan ran
+        table.check_clusterable()
         view = fresh_view(table, plan)
         inflight = Instant(instant, Action.CLUSTERING, State.INFLIGHT)
         found = view.timeline.find(instant, Action.CLUSTERING)
