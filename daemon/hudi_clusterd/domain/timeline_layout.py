@@ -47,6 +47,13 @@ class TimelineLayout:
         return self.version >= 2
 
     @property
+    def max_pending_s(self) -> float | None:
+        """How long after its requested time a clustering may still start, so that it completes within a day:
+        Hudi 1.x's completion-time queries assume no instant of layout 2 lasts longer (an hour is left for the
+        execution). None: no limit."""
+        return 23 * 3600.0 if self.records_completion_time else None
+
+    @property
     def pending_clustering_action(self) -> Action:
         """The action a pending clustering's files carry on disk."""
         return Action.CLUSTERING if self.version >= 2 else Action.REPLACE_COMMIT

@@ -116,6 +116,9 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
     instant = pending.time
     if claim is None:
         table.check_clusterable()
+        stale = _too_old_to_start(table, pending)
+        if stale is not None:
+            return stale
         claim = executor.ownership.claim(table, pending)
         if claim is None:
             return ExecutionResult(instant, Outcome.SKIPPED, message="another live executor is running this plan")
@@ -185,6 +188,28 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
         raise ExecutionError(f"clustering {instant} failed: {type(e).__name__}: {e}") from e
     finally:
         executor.ownership.release(claim)
+
+
+def _too_old_to_start(table: HoodieTable, pending: PendingPlan) -> ExecutionResult | None:
+    """A plan requested so long ago that it could not complete within the time the table's layout allows an
+    instant (`TimelineLayout.max_pending_s`): ours is purged (the next scheduling plans afresh), another writer's
+    is left to it. None when the plan may start."""
+    limit = table.timeline_store.layout.max_pending_s
+    age = table.instant_age_seconds(pending.time)
+    if limit is None or age <= limit:
+        return None
+    hours = f"{age / 3600:.1f} h"
+    if not scheduled_by_us(pending.plan):
+        log.warning("clustering plan of another writer too old to execute; left to it", instant=pending.time,
+                    age_h=round(age / 3600, 1))
+        return ExecutionResult(pending.time, Outcome.SKIPPED, message=(
+            f"plan {pending.time} was requested {hours} ago; it would complete more than a day after it, which "
+            "the table's readers do not allow; left to the writer that scheduled it"))
+    rollback_clustering(table, pending.time, purge=True)
+    log.warning("purged a clustering plan too old to execute", instant=pending.time, age_h=round(age / 3600, 1))
+    return ExecutionResult(pending.time, Outcome.SKIPPED, message=(
+        f"plan {pending.time} was requested {hours} ago and would complete more than a day after it, which the "
+        "table's readers do not allow; it was purged and the next scheduling plans again"))
 
 
 def execute_pending(table: HoodieTable, runner: GroupRunner, instant: str | None = None, *,

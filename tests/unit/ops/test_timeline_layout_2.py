@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import fastavro
@@ -13,14 +14,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
-from hudi_clusterd.domain.instant import Action, Instant, State
+from hudi_clusterd.domain.instant import Action, Instant, State, format_instant_time
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.errors import TimelineError
+from hudi_clusterd.errors import ExecutionError, TimelineError
 from hudi_clusterd.io.avro import REQUESTED_REPLACE_WRITER_SCHEMA_V2, _schema_text, encode_commit_metadata_v2
 from hudi_clusterd.io.markers import create_marker
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.commit import complete, rollback_clustering
+from hudi_clusterd.ops.events import Outcome
+from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.schedule import schedule
 from tests.builders import TableGen, make_policy
@@ -189,3 +192,40 @@ def test_a_plan_claimed_on_version_6_commits_in_layout_2_after_an_upgrade_undern
     # (a JSON commit would break Hudi 1.x's readers of layout 2)
     with pytest.raises(ValueError):
         json.loads((gen.base / ".hoodie/timeline" / names[2]).read_bytes())
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_plan_of_ours_too_old_to_complete_within_a_day_is_purged_not_run(tmp_path: Path, version: int) -> None:
+    # Given a plan of ours requested 25 hours ago (the daemon was down since), never started
+    gen = TableGen(tmp_path / "t", table_version=version)
+    for i in range(4):
+        gen.commit({"p1": [float(i)], "p2": [float(i)]})
+    scheduled = schedule(gen.table, make_policy(), force=True)
+    assert scheduled.pending is not None
+    store = gen.table.timeline_store
+    old = format_instant_time(datetime.now(gen.table.timeline_tz) - timedelta(hours=25))
+    requested = scheduled.pending.instant
+    (gen.base / store.path(Instant(old, Action.CLUSTERING, State.REQUESTED))).write_bytes(
+        (gen.base / store.path(requested)).read_bytes())
+    (gen.base / store.path(requested)).unlink()
+    # When it is executed: on version 9 (whose readers assume an instant completes within a day) it is purged,
+    # and on version 6 it runs
+    if version == 9:
+        result = execute_pending(gen.table, _NoRunner(), old)
+        assert result.outcome == Outcome.SKIPPED and "purged" in result.message
+        assert gen.table.timeline().find(old) is None
+        assert not list((gen.base / ".hoodie/timeline").glob(f"{old}.*"))
+    else:
+        with pytest.raises(ExecutionError, match="no runner here"):
+            execute_pending(gen.table, _NoRunner(), old)
+
+
+class _NoRunner:
+    def run_group(self, *args: object) -> object:
+        raise RuntimeError("no runner here")
+
+    def cancel(self, *args: object) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
