@@ -3,7 +3,6 @@ look at (write stats, partition metadata, footers, leftovers). See ../shared/doc
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pyarrow.parquet as pq
 from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
 
 from hudi_clusterd.domain.file_group import BaseFile
+from hudi_clusterd.domain.instant import Action
 from hudi_clusterd.io.table import HoodieTable
 
 
@@ -67,26 +67,31 @@ def assert_meta_consistent(base: Path) -> int:
 
 
 def completed_commits(base: Path) -> list[str]:
-    return sorted(p.name.split(".")[0] for p in (base / ".hoodie").glob("*.commit"))
+    """Requested times of the completed commits, in order (any timeline layout)."""
+    timeline = HoodieTable.open(str(base)).timeline()
+    return [i.time for i in timeline.of_actions([Action.COMMIT]).completed()]
 
 
 def assert_table_layout(base: Path, *, meta_fields: bool = True) -> None:
     """What hudi-rs ignores: write stats name existing files of their file id, every live base file is in a
     completed commit, partitions carry metadata, footers are Hudi's, and no marker or heartbeat is left."""
     referenced: set[str] = set()
-    for t in completed_commits(base):
-        commit = json.loads((base / ".hoodie" / f"{t}.commit").read_text())
-        assert "schema" in commit["extraMetadata"]
-        for partition, stats in commit["partitionToWriteStats"].items():
+    table = HoodieTable.open(str(base))
+    timeline = table.timeline()
+    for inst in timeline.of_actions([Action.COMMIT]).completed():
+        commit = table.timeline_store.commit_metadata(inst)
+        assert commit.schema
+        for partition, stats in commit.partition_to_write_stats.items():
             for ws in stats:
-                path = base / ws["path"]
-                assert path.is_file(), ws["path"]
-                assert ws["path"].rsplit("/", 1)[-1].startswith(ws["fileId"] + "_")
-                assert ws["partitionPath"] == partition
-                assert ws["fileSizeInBytes"] == ws["totalWriteBytes"] == path.stat().st_size
-                assert ws["numWrites"] == ws["numInserts"] == pq.read_metadata(path).num_rows
-                assert ws["prevCommit"] == "null"
-                referenced.add(ws["path"])
+                assert ws.path is not None
+                path = base / ws.path
+                assert path.is_file(), ws.path
+                assert ws.path.rsplit("/", 1)[-1].startswith(ws.file_id + "_")
+                assert ws.partition_path == partition
+                assert ws.file_size_in_bytes == ws.total_write_bytes == path.stat().st_size
+                assert ws.num_writes == ws.num_inserts == pq.read_metadata(path).num_rows
+                assert ws.prev_commit == "null"
+                referenced.add(ws.path)
     for f in base.rglob("*.parquet"):
         rel = f.relative_to(base).as_posix()
         if rel.startswith(".hoodie"):
@@ -104,9 +109,7 @@ def assert_table_layout(base: Path, *, meta_fields: bool = True) -> None:
     assert not temp.exists() or not any(temp.iterdir()), "markers left behind"
     beats = base / ".hoodie" / ".heartbeat"
     assert not beats.exists() or not any(beats.iterdir()), "heartbeats left behind"
-    assert not [p.name for p in (base / ".hoodie").iterdir() if p.name.endswith((".inflight", ".requested"))
-                and not (base / ".hoodie" / (p.name.split(".")[0] + ".commit")).exists()
-                and ".rollback" not in p.name], "pending instants left behind"
+    assert not [i for i in timeline.pending() if i.action is not Action.ROLLBACK], "pending instants left behind"
 
 
 def data_files(base: Path) -> set[Path]:
@@ -114,9 +117,9 @@ def data_files(base: Path) -> set[Path]:
 
 
 def completed_clusterings(base: Path) -> list[str]:
-    """Times of the completed replacecommits whose operation is a clustering, in order."""
-    return sorted(f.name.split(".")[0] for f in (base / ".hoodie").glob("*.replacecommit")
-                  if json.loads(f.read_text()).get("operationType") == "CLUSTER")
+    """Times of the completed replacecommits whose operation is a clustering, in order (any timeline layout)."""
+    table = HoodieTable.open(str(base))
+    return [i.time for i in table.timeline().replaces().completed() if table.is_clustering_instant(i)]
 
 
 def assert_no_orphan_files(base: Path, *, at_rest: bool = False) -> int:

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.commands import ingest
+from hudi_clusterd.io.table import HoodieTable
 from tests.harness.hudi_rs_checks import assert_meta_consistent, assert_table_layout, hudi_rs_rows
 
 pytestmark = pytest.mark.spark
@@ -30,8 +31,9 @@ def _args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["ingest", *argv])
 
 
+@pytest.mark.parametrize("version", ["6", "9"])
 def test_ingest_commit_per_file_creates_table_and_reports(session_conf_restored: Any, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+                                                          capsys: pytest.CaptureFixture[str], version: str) -> None:
     # Given three parquet files
     src = tmp_path / "src"
     src.mkdir()
@@ -42,7 +44,8 @@ def test_ingest_commit_per_file_creates_table_and_reports(session_conf_restored:
     base = tmp_path / "t"
     # When ingested with one commit per file into a new hive-style table
     args = _args("--base-path", str(base), "--source", str(src / "*.parquet"), "--record-key", "id",
-                 "--partition-by", "dt", "--hive-style", "--commit-per-file", "--spark-master", "local[2]")
+                 "--partition-by", "dt", "--hive-style", "--commit-per-file", "--spark-master", "local[2]",
+                 "--table-version", version)
     assert args.func(args) == 0
     # Then each file was one commit, reported as it went
     out = capsys.readouterr().out.splitlines()
@@ -63,6 +66,7 @@ def test_ingest_commit_per_file_creates_table_and_reports(session_conf_restored:
     assert "warning: --record-key dt differs from the existing table's id" in captured.err
     assert captured.out.startswith("committed ") and captured.out.strip().endswith("(1 row, 1 file)")
     assert len(hudi_rs_rows(base, ["id"], "id")) == 31
+    assert HoodieTable.open(str(base)).config.version == int(version)
 
 
 def test_ingest_new_table_without_record_key_fails_in_one_line(session_conf_restored: Any, tmp_path: Path,

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from hudi_clusterd.domain.instant import Action, Instant, State
-from hudi_clusterd.domain.table_config import TableConfig
+from hudi_clusterd.domain.table_config import LAYOUT_OF_VERSION, NEW_TABLE_VERSION, TableConfig
 from hudi_clusterd.errors import ClusterdError, ConfigError, ExecutionError
 from hudi_clusterd.io.table import HoodieTable
 
@@ -29,8 +29,8 @@ _GLOB_CHARS = frozenset("*?[")
 def register(subparsers: Any) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "ingest", help="load parquet files into a table (creating it when absent)",
-        description="Write parquet files (a file, a folder, or a glob) into a Hudi table of version 6 as new file "
-                    "groups. A missing table is created from the flags; an existing table's own properties win.",
+        description="Write parquet files (a file, a folder, or a glob) into a Hudi table as new file groups. A "
+                    "missing table is created from the flags; an existing table's own properties win.",
     )
     p.add_argument("--base-path", required=True, help="the table's base path (created when absent)")
     p.add_argument("--source", required=True, help="a parquet file, a folder of them, or a glob")
@@ -39,6 +39,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--precombine", help="precombine column: with --operation insert or upsert, the row with its "
                                         "greatest value wins among rows of one record key")
     p.add_argument("--table-name", help="table name when creating (default: the base path's folder name)")
+    p.add_argument("--table-version", type=int, choices=sorted(LAYOUT_OF_VERSION), default=NEW_TABLE_VERSION,
+                   help="table version when creating: 6 (Hudi 0.14/0.15), 8 (Hudi 1.0) or 9 (Hudi 1.1 and later; "
+                        "default: %(default)s)")
     p.add_argument("--operation", choices=("insert", "bulk_insert", "upsert"), default="insert",
                    help="insert (deduplicates by record key), bulk_insert (keeps every row) or upsert (updates "
                         "existing record keys, inserts the others; default: %(default)s)")
@@ -129,7 +132,7 @@ def _open_or_create(args: argparse.Namespace, spark: Any, first_source: str) -> 
     config = TableConfig.for_new_table(
         name=name, record_key_fields=record_key, partition_fields=_split(args.partition_by),
         precombine_field=args.precombine, hive_style=args.hive_style,
-        create_schema=arrow_to_avro_json(schema, name),
+        create_schema=arrow_to_avro_json(schema, name), table_version=args.table_version,
     )
     table = HoodieTable.create(args.base_path, config)
     print(f"created table {name} at {table.base_path}")
