@@ -152,8 +152,9 @@ class HoodieTable:
         return next_instant_time(now, last)
 
     def _completion_time(self) -> str:
-        """A completion time for an instant completing now, from the timeline last listed (under the lock)."""
-        return self.new_instant_time(Timeline.from_states(self.timeline_store.listed_states()))
+        """A completion time for an instant completing now (call under the lock): the timeline is listed again,
+        so that it exceeds every requested and completion time on it, the completing instant's own included."""
+        return self.new_instant_time()
 
     def instant_time_taken(self, time: str) -> str | None:
         """A file showing that another writer uses instant time ``time`` for another action (ingestion commits,
