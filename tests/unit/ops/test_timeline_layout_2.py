@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
-from hudi_clusterd.domain.instant import Action, Instant, State, format_instant_time
+from hudi_clusterd.domain.instant import Action, Instant, State, format_instant_time, parse_instant_time
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import ExecutionError, TimelineError
@@ -229,3 +229,28 @@ class _NoRunner:
 
     def close(self) -> None:
         return None
+
+
+def test_a_write_requested_before_the_plan_and_completed_after_it_wins_its_file_group(tmp_path: Path) -> None:
+    # Given our plan T, and a Hudi 1.x upsert that took its instant time u just before T, updated a planned p1
+    # file group and completed after T (its completion time is after T; its requested time is not)
+    gen, t, plan, stats = _scheduled(tmp_path)
+    table = gen.table
+    u = format_instant_time(parse_instant_time(t, table.timeline_tz) - timedelta(milliseconds=1))
+    partition, file_id = plan.input_groups[0].group_ids()[0]
+    name = f"{file_id}_0-9-9_{u}.parquet"
+    pq.write_table(pa.table({"x": [2.0]}), gen.base / partition / name)
+    store = table.timeline_store
+    with table.lock():
+        store.create(Instant(u, Action.COMMIT, State.REQUESTED))
+        store.create(Instant(u, Action.COMMIT, State.INFLIGHT))
+        done = store.create(Instant(u, Action.COMMIT, State.COMPLETED), store.serde.encode_commit(CommitMetadata(
+            {partition: (WriteStat(file_id, f"{partition}/{name}", partition, prev_commit="x", num_writes=1),)},
+            {}, Operation.UPSERT)))
+    assert done.completion_time is not None and done.completion_time > t > u
+    # When our clustering commits, that group is left out: ingestion wins
+    committed = complete(table, t, plan, stats, {}, undecided_wait_s=0)
+    assert committed.dropped_groups == (0,)
+    assert "newer slice" in committed.conflicts[0] and u in committed.conflicts[0]
+    view = HoodieTable.open(str(gen.base)).file_system_view()
+    assert (partition, file_id) in {(b.partition_path, b.file_id) for b in view.latest_base_files()}
