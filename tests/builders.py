@@ -35,6 +35,7 @@ from hudi_clusterd.domain.policy_keys import ClusteringKey
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields
+from hudi_clusterd.io.markers import create_marker
 from hudi_clusterd.io.table import HoodieTable
 
 SCHEMA = ('{"type":"record","name":"t_record","namespace":"hoodie.t","fields":['
@@ -126,6 +127,33 @@ class TableGen:
             with self.table.lock():
                 store.create(Instant(t, Action.COMMIT, State.COMPLETED), store.serde.encode_commit(meta))
         return t
+
+
+def clustering_output_file(table: HoodieTable, instant: str, partition: str, prefix: str) -> WriteStat:
+    """A one-row file of clustering ``instant`` in ``partition`` (its file id starts with ``prefix``), with its
+    marker; its write stat."""
+    name = f"{prefix}-0000-0000-0000-000000000000-0_0-1-1_{instant}.parquet"
+    create_marker(table.storage, instant, partition, name)
+    pq.write_table(pa.table({"x": [1.0]}), table.storage.full_path(f"{partition}/{name}"))
+    return WriteStat(name.split("_", 1)[0], f"{partition}/{name}", partition, num_writes=1)
+
+
+def scheduled_plan(tmp_path: Path, table_version: int = 6
+                   ) -> tuple[TableGen, str, ClusteringPlan, list[list[WriteStat]]]:
+    """Four commits in p1 and p2, a claimed plan of ours (a group per partition) and its written output."""
+    from hudi_clusterd.ops.ownership import Ownership
+    from hudi_clusterd.ops.schedule import schedule
+
+    gen = TableGen(tmp_path / "t", table_version=table_version)
+    for i in range(4):
+        gen.commit({"p1": [float(i)], "p2": [float(i)]})
+    scheduled = schedule(gen.table, make_policy(), force=True, claim_with=Ownership())
+    assert scheduled.pending is not None
+    t, plan = scheduled.pending.time, scheduled.pending.plan
+    assert [g.group_ids()[0][0] for g in plan.input_groups] == ["p1", "p2"]
+    stats = [[clustering_output_file(gen.table, t, group.group_ids()[0][0], f"{n:04d}aaaa")]
+             for n, group in enumerate(plan.input_groups)]
+    return gen, t, plan, stats
 
 
 def small_table(tmp_path: Path, commits: int = 4) -> TableGen:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +11,6 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import UnsupportedTableError
 from hudi_clusterd.exit_codes import EXIT_CONFIG
 from tests.builders import TableGen
-from tests.support import require_shared
 
 OVERWRITE = "v6_simplekeygen_nonhivestyle_overwritetable"
 
@@ -62,24 +59,16 @@ def test_status_unknown_table_version_refused_clearly(golden_copy, capsys, versi
     assert f"hoodie.table.version={version} is not supported" in line and "6" in line and "9" in line
 
 
-def test_status_layout_not_matching_the_version_refused_clearly(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    src = require_shared("reference", "hudi-tables", "cow", "v9_txns_simple_nometa.zip")
-    with zipfile.ZipFile(src) as zf:
-        zf.extractall(tmp_path)
-    shutil.rmtree(tmp_path / "__MACOSX", ignore_errors=True)
-    base = next(p for p in tmp_path.iterdir() if p.is_dir())
+def test_status_layout_not_matching_the_version_refused_clearly(golden_copy, capsys) -> None:  # type: ignore[no-untyped-def]
+    base = golden_copy("v9_txns_simple_nometa")
     props = base / ".hoodie/hoodie.properties"
     props.write_text(props.read_text().replace("hoodie.timeline.layout.version=2", "hoodie.timeline.layout.version=1"))
     line = _status_error(capsys, base)
     assert "hoodie.timeline.layout.version='1'" in line and "layout 2" in line
 
 
-def test_status_other_table_format_refused_clearly(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    src = require_shared("reference", "hudi-tables", "cow", "v9_txns_simple_nometa.zip")
-    with zipfile.ZipFile(src) as zf:
-        zf.extractall(tmp_path)
-    shutil.rmtree(tmp_path / "__MACOSX", ignore_errors=True)
-    base = next(p for p in tmp_path.iterdir() if p.is_dir())
+def test_status_other_table_format_refused_clearly(golden_copy, capsys) -> None:  # type: ignore[no-untyped-def]
+    base = golden_copy("v9_txns_simple_nometa")
     props = base / ".hoodie/hoodie.properties"
     props.write_text(props.read_text().replace("hoodie.table.format=native", "hoodie.table.format=iceberg"))
     assert "hoodie.table.format=iceberg is not supported" in _status_error(capsys, base)

@@ -70,7 +70,8 @@ _STATE_RANK = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
 COMPLETED_FILE_ACTION = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT,
                          Action.CLUSTERING: Action.REPLACE_COMMIT}
 
-_FILE_NAME_RE = re.compile(r"\A([0-9]+)\.([a-z]+)(?:\.([a-z]+))?\Z")
+# <time>[_<completion>].<action>[.<state>]: the completion time is layout 2's
+_FILE_NAME_RE = re.compile(r"\A([0-9]+)(?:_([0-9]+))?\.([a-z]+)(?:\.([a-z]+))?\Z")
 
 
 @dataclass(frozen=True, slots=True, order=False)
@@ -133,29 +134,33 @@ def instant_file_name(time: str, action: Action, state: State) -> str:
     return f"{time}.{action.value}.{state.value}"
 
 
-def parse_instant_file_name(name: str, transition_ms: int = 0) -> Instant | None:
+def parse_instant_file_name(name: str, transition_ms: int = 0, *, with_completion: bool = False) -> Instant | None:
     """Parse a timeline file name; returns None for names that are not instant files (``hoodie.properties``,
     ``*.tmp``, folders, lock files). A name that looks like an instant but has an unknown action also gives None,
-    as Hudi's loader skips it; a malformed instant time raises ``TimelineError``."""
+    as Hudi's loader skips it; a malformed instant time raises ``TimelineError``. ``with_completion``: completed
+    names may carry their completion time (``<time>_<completion>.<action>``, timeline layout 2)."""
     m = _FILE_NAME_RE.match(name)
     if m is None:
         return None
-    time, action_s, state_s = m.group(1), m.group(2), m.group(3)
-    if not _INSTANT_TIME_RE.match(time):
-        raise TimelineError(f"timeline file {name!r}: instant time {time!r} is not 14 or 17 digits")
-    if action_s == "inflight" and state_s is None:
+    time, completion, action_s, state_s = m.groups()
+    if completion is not None and (not with_completion or state_s is not None):
+        return None
+    for t in (time, completion):
+        if t is not None and not _INSTANT_TIME_RE.match(t):
+            raise TimelineError(f"timeline file {name!r}: instant time {t!r} is not 14 or 17 digits")
+    if action_s == "inflight" and state_s is None and completion is None:
         return Instant(time, Action.COMMIT, State.INFLIGHT, transition_ms)
     try:
         action = Action(action_s)
     except ValueError:
         return None
     if state_s is None:
-        state = State.COMPLETED
-    elif state_s in ("requested", "inflight"):
-        state = State(state_s)
-    else:
+        # (a completed name of layout 2 without its completion time is a legacy one, of an upgraded table: Hudi
+        # takes the file's modification time then; it is left unknown here)
+        return Instant(time, action, State.COMPLETED, transition_ms, completion)
+    if state_s not in ("requested", "inflight"):
         return None
-    return Instant(time, action, state, transition_ms)
+    return Instant(time, action, State(state_s), transition_ms)
 
 
 def format_instant_time(moment: datetime) -> str:

@@ -12,7 +12,6 @@ pending state); the layout turns that into file names, and file names back into 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from hudi_clusterd.domain.instant import (
@@ -29,9 +28,6 @@ META_FOLDER = ".hoodie"
 DEFAULT_TIMELINE_PATH = "timeline"
 DEFAULT_HISTORY_PATH = "history"
 
-# <requested>[_<completion>].<action>[.<state>]: layout 2's names (InstantFileNameParserV2's shape, digits only)
-_V2_NAME_RE = re.compile(r"\A([0-9]+)(?:_([0-9]+))?\.([a-z]+)(?:\.([a-z]+))?\Z")
-_INSTANT_TIME_RE = re.compile(r"\A[0-9]{14}(?:[0-9]{3})?\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,28 +82,7 @@ class TimelineLayout:
     def parse(self, name: str, transition_ms: int = 0) -> Instant | None:
         """The instant state a file name stands for; None for other files (and names of unknown actions, which
         Hudi's loaders skip too). A malformed instant time raises ``TimelineError`` naming the file."""
-        if self.version < 2:
-            return parse_instant_file_name(name, transition_ms)
-        m = _V2_NAME_RE.match(name)
-        if m is None:
-            return None
-        time, completion, action_s, state_s = m.groups()
-        for t in (time, completion):
-            if t is not None and not _INSTANT_TIME_RE.match(t):
-                raise TimelineError(f"timeline file {name!r}: instant time {t!r} is not 14 or 17 digits")
-        if action_s == "inflight" and state_s is None and completion is None:
-            return Instant(time, Action.COMMIT, State.INFLIGHT, transition_ms)
-        try:
-            action = Action(action_s)
-        except ValueError:
-            return None
-        if state_s is None:
-            # a completed file without its completion time is a legacy one (an upgraded table): Hudi takes the
-            # file's modification time then; it is left unknown here
-            return Instant(time, action, State.COMPLETED, transition_ms, completion)
-        if completion is not None or state_s not in ("requested", "inflight"):
-            return None
-        return Instant(time, action, State(state_s), transition_ms)
+        return parse_instant_file_name(name, transition_ms, with_completion=self.records_completion_time)
 
 
 LAYOUT_1 = TimelineLayout(1, META_FOLDER)

@@ -27,19 +27,8 @@ from hudi_clusterd.domain.plan import (
 )
 from hudi_clusterd.errors import MetadataDecodeError
 from hudi_clusterd.io import avro
-from tests.support import FUZZ, REPO_ROOT, require_shared
+from tests.support import FUZZ, REPO_ROOT, V8_V9_TABLES, require_shared
 
-# the golden copy-on-write tables of table versions 8 and 9 in ../shared/reference/hudi-tables/cow
-V1X_TABLES = [
-    "v8_simplekeygen_nonhivestyle_overwritetable",
-    "v9_txns_complex_meta",
-    "v9_txns_complex_nometa",
-    "v9_txns_nonpart_meta",
-    "v9_txns_nonpart_nometa",
-    "v9_txns_simple_meta",
-    "v9_txns_simple_nometa",
-    "v9_txns_simple_overwrite",
-]
 SIMPLE = "v9_txns_simple_nometa"
 CLUSTERING = "20260307135709297"
 CLUSTERING_PLAN = f"{CLUSTERING}.clustering.requested"
@@ -148,7 +137,7 @@ def test_shipped_v2_writer_schema_is_hudis_header_byte_for_byte(timelines: Path,
 
 def test_every_golden_file_of_a_record_embeds_the_same_schema(timelines: Path) -> None:
     seen: dict[str, set[bytes]] = {}
-    for table in V1X_TABLES:
+    for table in V8_V9_TABLES:
         folder = timelines / table / ".hoodie" / "timeline"
         for path in (p for p in folder.glob("*") if p.is_file() and p.stat().st_size):
             header = _header(path.read_bytes())
@@ -171,7 +160,7 @@ def test_package_data_globs_ship_every_schema_file() -> None:
 # --- decoding every golden commit file --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("table", V1X_TABLES)
+@pytest.mark.parametrize("table", V8_V9_TABLES)
 def test_every_golden_commit_file_decodes_and_encodes_back_to_hudis_record(timelines: Path, table: str) -> None:
     files = _commit_files(_timeline(timelines, table))
     assert len(files) >= 4, table

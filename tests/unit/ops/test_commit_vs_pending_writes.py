@@ -18,15 +18,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from hudi_clusterd.domain.commit import CommitMetadata, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.io.heartbeat import heartbeat_path
-from hudi_clusterd.io.markers import create_marker
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.commit import IngestionRhythm, complete, declared_file_ids, ingestion_rhythm
 from hudi_clusterd.ops.events import Outcome
@@ -34,29 +30,7 @@ from hudi_clusterd.ops.execute import Executor, execute
 from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
-from tests.builders import TableGen, make_policy
-
-
-def _scheduled(tmp_path: Path) -> tuple[TableGen, str, ClusteringPlan, list[list[WriteStat]]]:
-    """Four commits in p1 and p2, a claimed plan of ours (a group per partition) and its written output."""
-    gen = TableGen(tmp_path / "t")
-    for i in range(4):
-        gen.commit({"p1": [float(i)], "p2": [float(i)]})
-    scheduled = schedule(gen.table, make_policy(), force=True, claim_with=Ownership())
-    assert scheduled.pending is not None
-    t, plan = scheduled.pending.time, scheduled.pending.plan
-    assert [g.group_ids()[0][0] for g in plan.input_groups] == ["p1", "p2"]
-    stats = [[_output_file(gen.table, t, group.group_ids()[0][0], f"{n:04d}aaaa")]
-             for n, group in enumerate(plan.input_groups)]
-    return gen, t, plan, stats
-
-
-def _output_file(table: HoodieTable, instant: str, partition: str, prefix: str) -> WriteStat:
-    """A one-row file of clustering ``instant`` in ``partition``, with its marker; its write stat."""
-    name = f"{prefix}-0000-0000-0000-000000000000-0_0-1-1_{instant}.parquet"
-    create_marker(table.storage, instant, partition, name)
-    pq.write_table(pa.table({"x": [1.0]}), table.storage.full_path(f"{partition}/{name}"))
-    return WriteStat(name.split("_", 1)[0], f"{partition}/{name}", partition, num_writes=1)
+from tests.builders import TableGen, clustering_output_file, make_policy, scheduled_plan
 
 
 def _hudi_upsert(gen: TableGen, *, inflight_updates: list[tuple[str, str]] | None) -> str:
@@ -85,7 +59,7 @@ def _replaced(gen: TableGen, t: str) -> dict[str, list[str]]:
 
 
 def test_file_groups_an_inflight_upsert_declared_are_left_out(tmp_path: Path) -> None:
-    gen, t, plan, stats = _scheduled(tmp_path)
+    gen, t, plan, stats = scheduled_plan(tmp_path)
     p1_group = plan.input_groups[0].group_ids()[1]
     # Given a Hudi upsert that looked its records up and declared a planned p1 file group, but wrote no file yet
     _hudi_upsert(gen, inflight_updates=[p1_group])
@@ -98,7 +72,7 @@ def test_file_groups_an_inflight_upsert_declared_are_left_out(tmp_path: Path) ->
 
 
 def test_the_commit_waits_for_a_live_requested_upsert_to_declare_its_file_groups(tmp_path: Path) -> None:
-    gen, t, plan, stats = _scheduled(tmp_path)
+    gen, t, plan, stats = scheduled_plan(tmp_path)
     p2_group = plan.input_groups[1].group_ids()[0]
     # Given a Hudi upsert still only requested (looking its records up), alive, that declares a p2 group 1 s later
     upsert = _hudi_upsert(gen, inflight_updates=None)
@@ -117,7 +91,7 @@ def test_the_commit_waits_for_a_live_requested_upsert_to_declare_its_file_groups
 
 
 def test_a_requested_instant_whose_writer_died_is_not_waited_for(tmp_path: Path) -> None:
-    gen, t, plan, stats = _scheduled(tmp_path)
+    gen, t, plan, stats = scheduled_plan(tmp_path)
     # Given a requested upsert whose heartbeat stopped long ago (its writer died before declaring anything)
     upsert = _hudi_upsert(gen, inflight_updates=None)
     old = time.time() - 3600
@@ -131,7 +105,7 @@ def test_a_requested_instant_whose_writer_died_is_not_waited_for(tmp_path: Path)
 
 
 def test_the_wait_is_bounded(tmp_path: Path) -> None:
-    gen, t, plan, stats = _scheduled(tmp_path)
+    gen, t, plan, stats = scheduled_plan(tmp_path)
     _hudi_upsert(gen, inflight_updates=None)  # alive, never declares
     started = time.monotonic()
     committed = complete(gen.table, t, plan, stats, {}, undecided_wait_s=0.5)
@@ -166,7 +140,7 @@ def _in_rhythm(gen: TableGen, pause_s: float, *, last_completed_s_ago: float = 0
 
 def test_right_after_a_write_completed_the_commit_waits_for_the_next_write_and_commits_while_it_runs(
         tmp_path: Path) -> None:
-    gen, t, plan, stats = _scheduled(tmp_path)
+    gen, t, plan, stats = scheduled_plan(tmp_path)
     p2_group = plan.input_groups[1].group_ids()[0]
     # Given a writer that pauses 0.4 s between writes, whose last write completed just now
     _in_rhythm(gen, 0.4)
@@ -193,7 +167,7 @@ def test_right_after_a_write_completed_the_commit_waits_for_the_next_write_and_c
 
 
 def test_when_no_next_write_comes_the_commit_waits_only_until_the_writers_are_idle(tmp_path: Path) -> None:
-    gen, t, plan, stats = _scheduled(tmp_path)
+    gen, t, plan, stats = scheduled_plan(tmp_path)
     _in_rhythm(gen, 0.5)  # idle after 3 x 0.5 s without a new write
     started = time.monotonic()
     committed = complete(gen.table, t, plan, stats, {}, undecided_wait_s=30)
@@ -203,7 +177,7 @@ def test_when_no_next_write_comes_the_commit_waits_only_until_the_writers_are_id
 
 
 def test_idle_writers_and_running_writes_do_not_hold_the_commit(tmp_path: Path) -> None:
-    gen, t, plan, stats = _scheduled(tmp_path)
+    gen, t, plan, stats = scheduled_plan(tmp_path)
     # Given writers whose last write completed a minute ago (idle), the commit does not wait
     _in_rhythm(gen, 0.5, last_completed_s_ago=60)
     started = time.monotonic()
@@ -212,7 +186,7 @@ def test_idle_writers_and_running_writes_do_not_hold_the_commit(tmp_path: Path) 
 
 
 def test_a_running_write_right_after_a_completion_does_not_hold_the_commit(tmp_path: Path) -> None:
-    gen, t, plan, stats = _scheduled(tmp_path)
+    gen, t, plan, stats = scheduled_plan(tmp_path)
     _in_rhythm(gen, 5.0)
     # Given the next write already running (declared, alive): the writer's write after it starts after its
     # completion, which our commit precedes
@@ -254,7 +228,7 @@ class _OneFilePerGroup:
 
     def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
                   files: Sequence[BaseFile]) -> list[WriteStat]:
-        return [_output_file(table, instant, plan.input_groups[index].partition_path, f"{index:04d}bbbb")]
+        return [clustering_output_file(table, instant, plan.input_groups[index].partition_path, f"{index:04d}bbbb")]
 
     def cancel(self, table: HoodieTable, instant: str) -> None:
         return None

@@ -15,38 +15,15 @@ import pytest
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.instant import Action, Instant, State, format_instant_time, parse_instant_time
-from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import ExecutionError, TimelineError
 from hudi_clusterd.io.avro import REQUESTED_REPLACE_WRITER_SCHEMA_V2, _schema_text, encode_commit_metadata_v2
-from hudi_clusterd.io.markers import create_marker
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.commit import complete, rollback_clustering
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import execute_pending
-from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.schedule import schedule
-from tests.builders import TableGen, make_policy
-
-
-def _scheduled(tmp_path: Path, version: int = 9) -> tuple[TableGen, str, ClusteringPlan, list[list[WriteStat]]]:
-    """Four commits in p1 and p2, a claimed plan of ours (a group per partition) and its written output."""
-    gen = TableGen(tmp_path / "t", table_version=version)
-    for i in range(4):
-        gen.commit({"p1": [float(i)], "p2": [float(i)]})
-    scheduled = schedule(gen.table, make_policy(), force=True, claim_with=Ownership())
-    assert scheduled.pending is not None
-    t, plan = scheduled.pending.time, scheduled.pending.plan
-    stats = [[_output_file(gen.table, t, group.group_ids()[0][0], f"{n:04d}bbbb")]
-             for n, group in enumerate(plan.input_groups)]
-    return gen, t, plan, stats
-
-
-def _output_file(table: HoodieTable, instant: str, partition: str, prefix: str) -> WriteStat:
-    name = f"{prefix}-0000-0000-0000-000000000000-0_0-1-1_{instant}.parquet"
-    create_marker(table.storage, instant, partition, name)
-    pq.write_table(pa.table({"x": [1.0]}), table.storage.full_path(f"{partition}/{name}"))
-    return WriteStat(name.split("_", 1)[0], f"{partition}/{name}", partition, num_writes=1)
+from tests.builders import TableGen, make_policy, scheduled_plan
 
 
 def _timeline_files(base: Path, prefix: str = "") -> list[str]:
@@ -78,7 +55,7 @@ def test_a_new_version_9_table_has_the_properties_hudi_1_2_writes(tmp_path: Path
 
 @pytest.mark.parametrize("version", [8, 9])
 def test_plan_claim_and_commit_write_layout_2s_files(tmp_path: Path, version: int) -> None:
-    gen, t, plan, stats = _scheduled(tmp_path, version)
+    gen, t, plan, stats = scheduled_plan(tmp_path, version)
     # The plan is T.clustering.requested in Avro with Hudi 1.x's writer schema; the claim an empty inflight
     assert _timeline_files(gen.base, t) == [f"{t}.clustering.inflight", f"{t}.clustering.requested"]
     record, schema = _avro(gen.base / ".hoodie/timeline" / f"{t}.clustering.requested")
@@ -108,7 +85,7 @@ def test_plan_claim_and_commit_write_layout_2s_files(tmp_path: Path, version: in
 
 
 def test_an_upsert_declared_in_an_avro_workload_profile_is_left_out(tmp_path: Path) -> None:
-    gen, t, plan, stats = _scheduled(tmp_path)
+    gen, t, plan, stats = scheduled_plan(tmp_path, 9)
     p1_group = plan.input_groups[0].group_ids()[0]
     # Given a Hudi 1.x upsert whose inflight state (Avro) declares an update of a planned p1 file group
     u = gen.next_time()
@@ -125,7 +102,7 @@ def test_an_upsert_declared_in_an_avro_workload_profile_is_left_out(tmp_path: Pa
 
 
 def test_rollback_writes_an_avro_plan_an_empty_inflight_and_a_completed_rollback(tmp_path: Path) -> None:
-    gen, t, _plan, stats = _scheduled(tmp_path)
+    gen, t, _plan, stats = scheduled_plan(tmp_path, 9)
     result = rollback_clustering(gen.table, t)
     assert result is not None
     r = result.rollback_time
@@ -172,7 +149,7 @@ def _upgrade_to_version_9(base: Path) -> None:
 
 def test_a_plan_claimed_on_version_6_commits_in_layout_2_after_an_upgrade_underneath(tmp_path: Path) -> None:
     # Given a plan of ours claimed and executed on a version-6 table
-    gen, t, plan, stats = _scheduled(tmp_path, version=6)
+    gen, t, plan, stats = scheduled_plan(tmp_path, 6)
     assert (gen.base / ".hoodie" / f"{t}.replacecommit.inflight").exists()
     # When a Hudi 1.x writer upgrades the table to version 9 before our commit
     _upgrade_to_version_9(gen.base)
@@ -234,7 +211,7 @@ class _NoRunner:
 def test_a_write_requested_before_the_plan_and_completed_after_it_wins_its_file_group(tmp_path: Path) -> None:
     # Given our plan T, and a Hudi 1.x upsert that took its instant time u just before T, updated a planned p1
     # file group and completed after T (its completion time is after T; its requested time is not)
-    gen, t, plan, stats = _scheduled(tmp_path)
+    gen, t, plan, stats = scheduled_plan(tmp_path, 9)
     table = gen.table
     u = format_instant_time(parse_instant_time(t, table.timeline_tz) - timedelta(milliseconds=1))
     partition, file_id = plan.input_groups[0].group_ids()[0]
