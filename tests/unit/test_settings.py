@@ -377,7 +377,7 @@ def test_settings_from_properties_validates_without_a_file() -> None:
 
 
 def test_settings_module_docstring_example_loads(tmp_path: Path) -> None:
-    # The format documented in the module docstring (and copied to README) must itself be valid.
+    # The format documented in the module docstring (and copied to docs/configuration.md) must itself be valid.
     doc = settings_module.__doc__ or ""
     lines: list[str] = []
     for line in doc.split("::\n\n", 1)[1].splitlines():

@@ -13,9 +13,9 @@ TESTS = REPO_ROOT / "tests"
 UNIT = TESTS / "unit"
 PACKAGE = REPO_ROOT / "daemon" / "hudi_clusterd"
 TEST_FOLDERS = ("unit", "integration", "interop")
-# top-level unit tests of the repository's files rather than of a module: the README, the deploy artifacts, and
+# top-level unit tests of the repository's files rather than of a module: the docs, the deploy artifacts, and
 # this test
-REPOSITORY_CHECKS = {"test_readme.py", "test_deploy_artifacts.py", "test_tests_layout.py"}
+REPOSITORY_CHECKS = {"test_docs.py", "test_deploy_artifacts.py", "test_tests_layout.py"}
 
 
 def _python_files(folder: Path) -> list[Path]:

@@ -3,8 +3,8 @@
 :class:`ClusteringKey` plus :data:`KEY_SPECS` is the single source of truth for the ``hoodie.clustering.*`` /
 ``hoodie.layout.optimize.*`` keys the daemon reads (Hudi 0.14/0.15 ``HoodieClusteringConfig`` keys, defaults
 and aliases): :func:`~hudi_clusterd.domain.policy.parse_policy`, the range checks of
-:class:`~hudi_clusterd.domain.policy.ClusteringPolicy` and the README reference (:func:`policy_reference`) all
-read it.
+:class:`~hudi_clusterd.domain.policy.ClusteringPolicy` and the configuration reference in docs/configuration.md
+(:func:`policy_reference`) all read it.
 
 No code is ever loaded from configuration: the plan and execution strategy *class names* Hudi accepts are
 mapped onto the built-in behaviours below, and any other class name is a configuration error.
