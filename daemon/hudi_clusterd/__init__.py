@@ -1,4 +1,4 @@
-"""hudi-clusterd: an asynchronous clustering daemon for Apache Hudi copy-on-write tables (table version 6)."""
+"""hudi-clusterd: an asynchronous clustering daemon for Apache Hudi copy-on-write tables (table versions 6, 8 and 9)."""
 
 __version__ = "0.1.0"
 
