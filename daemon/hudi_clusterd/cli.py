@@ -40,7 +40,8 @@ COMMANDS = (
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hudi-clusterd",
-        description="Asynchronous clustering for Apache Hudi copy-on-write tables (table versions 6, 8 and 9), on Spark.",
+        description="Asynchronous clustering for Apache Hudi copy-on-write tables (table versions 6, 8 and 9), "
+                    "on Spark.",
     )
     parser.add_argument("--version", action="version", version=f"hudi-clusterd {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
