@@ -4,6 +4,10 @@ The worker is a separate process with its own PySpark (3.5) and a released Hudi 
 ingestion job runs beside the daemon. Tests exchange data with it through parquet files: rows go in as parquet
 written by pyarrow (exact schema), and reads come back as parquet the worker writes.
 
+A worker depends on the bundle jar and the interpreter only: the table version a setup writes is a writer option
+(see ``tests/harness/hudi_versions.py``). So the setups of one bundle share one worker (:class:`HudiWorkers`), each
+test seeing it through a view that carries its setup (:meth:`HudiWorker.for_setup`).
+
 Availability: :func:`require_installation` skips the test when the cache from ``python -m tests.harness.hudi_setup``
 is missing, naming what is missing; with ``CLUSTERD_REQUIRE_HUDI=1`` that is a failure instead.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import itertools
 import json
 import os
@@ -22,7 +27,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -77,6 +82,16 @@ class HudiInstallation:
     python: Path
     jar: Path
 
+    @property
+    def key(self) -> tuple[Path, Path]:
+        """What a worker process depends on: setups with the same key can share one."""
+        return (self.python, self.jar)
+
+    @property
+    def name(self) -> str:
+        """``hudi-<version>``: the bundle, whatever table version a setup of it writes."""
+        return f"hudi-{self.setup.hudi_version}"
+
 
 def locate(setup: HudiSetup) -> HudiInstallation:
     """The cached venv and jar for ``setup``; :class:`HudiUnavailableError` names what is missing."""
@@ -108,11 +123,22 @@ def require_installation(setup: HudiSetup) -> HudiInstallation:
         pytest.skip(str(exc))
 
 
+@dataclass
+class _WorkerState:
+    """What the views of one worker process share beyond the process itself."""
+
+    failed: bool = False  # it died or broke the protocol: keep its scratch folder (and its log) on close
+
+
 class HudiWorker:
     """One running ``hudi_worker.py``: a SparkSession with a Hudi bundle in another process.
 
     Requests are synchronous and serialised by a lock. A request that times out kills the worker (its state is
     unknown); an error raised by Hudi leaves it usable and surfaces as :class:`HudiRequestError`.
+
+    ``setup`` is the setup whose tables the caller writes (tests pass it to :func:`hudi_write_options`);
+    :meth:`for_setup` gives a view of the same process for another setup of the same bundle. The Spark session is
+    shared by every view: a table registered by name (:meth:`register_table`) stays registered for all of them.
     """
 
     def __init__(
@@ -129,8 +155,8 @@ class HudiWorker:
         self.installation = installation
         self.setup = installation.setup
         self._own_scratch = scratch is None
-        self._failed = False
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"{self.setup.name}-")) if scratch is None else scratch
+        self._state = _WorkerState()
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"{installation.name}-")) if scratch is None else scratch
         self.scratch.mkdir(parents=True, exist_ok=True)
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
         self._log_path = log_path or self.scratch / "worker-stderr.log"
@@ -149,7 +175,7 @@ class HudiWorker:
             "--scratch",
             str(self.scratch / "spark"),
             "--app-name",
-            f"hudi-clusterd-interop-{self.setup.name}",
+            f"hudi-clusterd-interop-{installation.name}",
         ]
         for key, value in (spark_conf or {}).items():
             cmd += ["--conf", f"{key}={value}"]
@@ -170,8 +196,8 @@ class HudiWorker:
             start_new_session=True,  # a Ctrl-C to pytest reaches the worker as EOF on stdin, through close()
         )
         self._threads = [
-            threading.Thread(target=self._pump_stdout, name=f"{self.setup.name}-stdout", daemon=True),
-            threading.Thread(target=self._pump_stderr, name=f"{self.setup.name}-stderr", daemon=True),
+            threading.Thread(target=self._pump_stdout, name=f"{installation.name}-stdout", daemon=True),
+            threading.Thread(target=self._pump_stderr, name=f"{installation.name}-stderr", daemon=True),
         ]
         for thread in self._threads:
             thread.start()
@@ -183,6 +209,18 @@ class HudiWorker:
             raise
         self.info: dict[str, Any] = dict(ready)
         self.startup_seconds = time.monotonic() - started
+
+    def for_setup(self, setup: HudiSetup) -> HudiWorker:
+        """This worker process as a worker of ``setup`` (same bundle and interpreter, its own table version): a
+        view sharing the process, its lock and its state; closing any view closes the process."""
+        installation = locate(setup)
+        if installation.key != self.installation.key:
+            raise ValueError(f"setup {setup.name} runs {installation.jar.name} on {installation.python}; this worker "
+                             f"runs {self.installation.jar.name} on {self.installation.python}")
+        view = copy.copy(self)
+        view.installation = installation
+        view.setup = setup
+        return view
 
     # -- plumbing -----------------------------------------------------------------------------------------------
 
@@ -210,13 +248,14 @@ class HudiWorker:
         return "\n".join(list(self._stderr_tail)[-lines:])
 
     def _died(self, why: str) -> HudiWorkerError:
-        self._failed = True  # keep its scratch folder (and the log the message points to)
+        self._state.failed = True  # keep its scratch folder (and the log the message points to)
         code = self._proc.poll()
         if code is not None:
             self._threads[1].join(timeout=5)  # let the stderr pump catch up with the last lines
         state = f"exit code {code}" if code is not None else "still running"
         return HudiWorkerError(
-            f"Hudi worker {self.setup.name} {why} ({state}); full log: {self._log_path}\n"
+            f"Hudi worker {self.installation.name} (setup {self.setup.name}) {why} ({state}); full log: "
+            f"{self._log_path}\n"
             f"--- stderr tail ---\n{self.stderr_tail()}"
         )
 
@@ -286,7 +325,7 @@ class HudiWorker:
                     self.kill()
         finally:
             self._release()
-            if self._own_scratch and not self._failed:
+            if self._own_scratch and not self._state.failed:
                 shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _release(self) -> None:
@@ -371,8 +410,11 @@ class HudiWorker:
         return list(self.request("sql", timeout=timeout, statement=statement, limit=limit)["rows"])
 
     def register_table(self, name: str, base_path: Path) -> None:
-        """Make ``name`` refer to the Hudi table at ``base_path`` (``show_commits`` takes a table, never a path)."""
-        self.sql(f"CREATE TABLE IF NOT EXISTS {name} USING hudi LOCATION '{base_path}'")
+        """Make ``name`` refer to the Hudi table at ``base_path`` (``show_commits`` takes a table, never a path).
+
+        Names live as long as the worker, which the setups of a bundle share: a name registered before fails
+        (``TableAlreadyExistsException``) rather than go on meaning another table; use a fresh name per table."""
+        self.sql(f"CREATE TABLE {name} USING hudi LOCATION '{base_path}'")
 
     def run_clustering(
         self,
@@ -475,11 +517,6 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
-def timeline_files(base_path: Path) -> list[str]:
-    """File names directly in ``.hoodie/`` (the layout-1 timeline plus hoodie.properties and folders), sorted."""
-    return sorted(p.name for p in (base_path / ".hoodie").iterdir() if not p.name.endswith(".crc"))
-
-
 def hudi_write_options(
     setup: HudiSetup,
     table_name: str,
@@ -505,11 +542,42 @@ def hudi_write_options(
     return options
 
 
-def started_worker(setup: HudiSetup, scratch: Path) -> Iterator[HudiWorker]:
-    """Generator for fixtures: skip (or fail) when the setup is missing, else yield a running worker, then stop it."""
-    installation = require_installation(setup)
-    worker = HudiWorker(installation, scratch=scratch)
-    try:
-        yield worker
-    finally:
-        worker.close()
+def events_writer_options(setup: HudiSetup, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Writer options of the interop tests' events table (rows of ``tests.builders.event_rows``: key ``id``,
+    partition ``part``, ordering ``ts``), with ``hoodie.parquet.small.file.limit=0`` so that every insert makes new
+    file groups for clustering to merge, and ``extra``."""
+    return hudi_write_options(setup, "events", record_key="id", partition_path="part", precombine="ts",
+                              extra={"hoodie.parquet.small.file.limit": "0", **(extra or {})})
+
+
+class HudiWorkers:
+    """The workers of a test session, one per bundle (and interpreter), shared by every setup of that bundle, and
+    at most one running at a time: asking for a setup of another bundle stops the running worker first (two more
+    Spark JVMs beside the tests' own would not fit a 2-core CI machine). Tests grouped by setup, with the setups of
+    a bundle next to each other (as :data:`tests.harness.hudi_versions.SETUPS` lists them), start each worker once.
+    """
+
+    def __init__(self, scratch: Callable[[str], Path]) -> None:
+        self._scratch = scratch  # a fresh folder for a worker, given its name
+        self._running: HudiWorker | None = None
+        self.started: list[str] = []  # the installations started, in order (a restart shows as a repeat)
+
+    def for_setup(self, setup: HudiSetup) -> HudiWorker:
+        """A running worker for ``setup`` (a view of the bundle's worker); skip or fail as
+        :func:`require_installation` does when the setup is not installed. A worker that died is started again."""
+        installation = require_installation(setup)
+        running = self._running
+        if running is not None and (running.installation.key != installation.key or not running.alive):
+            self._running = None
+            running.close()
+            running = None
+        if running is None:
+            running = HudiWorker(installation, scratch=self._scratch(installation.name))
+            self._running = running
+            self.started.append(installation.name)
+        return running.for_setup(setup)
+
+    def close(self) -> None:
+        if self._running is not None:
+            running, self._running = self._running, None
+            running.close()

@@ -1,18 +1,32 @@
-"""Start and observe a real ``hudi-clusterd run`` process for tests."""
+"""Start and observe a real ``hudi-clusterd run`` process for tests, and read a table's timeline as the tests
+check it, in either timeline layout (the one place that knows where instant files live and how they are encoded).
+
+Layout 1 (table version 6): instant files directly in ``.hoodie/``, ``<T>.<action>[.<state>]``, completed commit
+metadata as JSON. Layout 2 (table versions 8 and 9): instant files in ``.hoodie/<hoodie.timeline.path>/``
+(``timeline``), completed ones named ``<T>_<completion time>.<action>`` and written, like every non-empty instant
+file there, as an Avro container file; a clustering is pending as ``<T>.clustering.{requested,inflight}`` and
+completes as ``<T>_<C>.replacecommit``. In both layouts a commit's inflight file is ``<T>.inflight``.
+"""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import fastavro
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.harness.apache_hudi import read_hoodie_properties
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen[bytes] | None = None,
@@ -111,6 +125,151 @@ def clusterd(*args: str) -> str:
     return done.stdout
 
 
+# --- the timeline, in either layout ------------------------------------------------------------------------------
+
+InstantState = Literal["requested", "inflight", "completed"]
+
+# <requested time>[_<completion time>].<action>[.requested|.inflight], or <requested time>.inflight (a commit)
+_INSTANT_FILE = re.compile(r"^(\d+)(?:_(\d+))?\.([a-z]+)(?:\.(requested|inflight))?$")
+_AVRO_MAGIC = b"Obj\x01"
+
+
+@dataclass(frozen=True, slots=True)
+class InstantFile:
+    """One instant file of the active timeline."""
+
+    time: str  # the requested time, which names the instant (and the data files it writes)
+    action: str  # as the file names it: "clustering" for a pending clustering in layout 2
+    state: InstantState
+    completion: str | None  # layout 2's completion time (None in layout 1 and for pending instants)
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def kind(self) -> str:
+        """The action instants are grouped by: a pending ``clustering`` is a ``replacecommit`` (as Hudi compares
+        them: layout 2 completes ``<T>.clustering.requested`` as ``<T>_<C>.replacecommit``)."""
+        return "replacecommit" if self.action == "clustering" else self.action
+
+
+def table_version(base: Path) -> int:
+    """``hoodie.table.version`` of the table at ``base``."""
+    return int(read_hoodie_properties(base)["hoodie.table.version"])
+
+
+def timeline_layout(base: Path) -> int:
+    """``hoodie.timeline.layout.version``: 1 (table version 6) or 2 (table versions 8 and 9)."""
+    props = read_hoodie_properties(base)
+    return int(props.get("hoodie.timeline.layout.version") or (2 if int(props["hoodie.table.version"]) >= 8 else 1))
+
+
+def timeline_dir(base: Path) -> Path:
+    """Where the table's active timeline keeps its instant files: ``.hoodie/`` or ``.hoodie/timeline/``."""
+    if timeline_layout(base) < 2:
+        return base / ".hoodie"
+    return base / ".hoodie" / (read_hoodie_properties(base).get("hoodie.timeline.path") or "timeline")
+
+
+def instant_files(base: Path) -> list[InstantFile]:
+    """Every instant file of the active timeline, by requested time, then requested, inflight, completed."""
+    out: list[InstantFile] = []
+    for path in timeline_dir(base).iterdir():
+        m = _INSTANT_FILE.match(path.name)
+        if m is None or not path.is_file():
+            continue  # hoodie.properties, .crc files, history/ and the other folders
+        time_, completion, action, state = m.groups()
+        if action == "inflight":  # <T>.inflight: a commit's inflight file
+            action, state = "commit", "inflight"
+        out.append(InstantFile(time_, action, state or "completed", completion, path))
+    order = {"requested": 0, "inflight": 1, "completed": 2}
+    return sorted(out, key=lambda f: (f.time, order[f.state], f.action))
+
+
+def instant_names(base: Path) -> list[str]:
+    """The instant files' names (for messages)."""
+    return [f.name for f in instant_files(base)]
+
+
+def completed(base: Path, action: str) -> list[str]:
+    """Requested times of the completed instants of ``action`` (``commit``, ``replacecommit``, ``clean``...)."""
+    return sorted(f.time for f in instant_files(base) if f.state == "completed" and f.action == action)
+
+
+def completed_file(base: Path, instant: str, action: str) -> InstantFile:
+    """The completed file of ``instant``; fails when there is none, or more than one."""
+    found = [f for f in instant_files(base) if f.time == instant and f.state == "completed" and f.action == action]
+    assert len(found) == 1, (instant, action, instant_names(base))
+    return found[0]
+
+
+def pending(base: Path, kind: str) -> list[str]:
+    """Requested times of the instants of ``kind`` with no completed file (``replacecommit``: pending
+    replacecommits and clusterings, whatever the layout calls them)."""
+    files = [f for f in instant_files(base) if f.kind == kind]
+    done = {f.time for f in files if f.state == "completed"}
+    return sorted({f.time for f in files if f.time not in done})
+
+
+def pending_clusterings(base: Path) -> list[str]:
+    """Pending replacecommits or clusterings (plans, whether Hudi's or ours, not yet completed or rolled back)."""
+    return pending(base, "replacecommit")
+
+
+def clustering_plan_path(base: Path, instant: str) -> Path:
+    """Where the layout keeps the plan of clustering ``instant``: ``.hoodie/<T>.replacecommit.requested`` (layout
+    1), ``.hoodie/timeline/<T>.clustering.requested`` (layout 2, since Hudi 1.0 for every clustering; Hudi reads
+    a ``replacecommit.requested`` plan there but cannot execute, complete or roll it back)."""
+    action = "clustering" if timeline_layout(base) >= 2 else "replacecommit"
+    return timeline_dir(base) / f"{instant}.{action}.requested"
+
+
+def incremental_start(base: Path, instant: str) -> str:
+    """What to give Hudi's incremental query as its (exclusive) begin to read the changes after ``instant``: its
+    requested time in layout 1, its completion time in layout 2 (Hudi 1.x reads incremental ranges of a table of
+    version 8 or 9 by completion time; time travel, ``as.of.instant``, still takes the requested time)."""
+    if timeline_layout(base) < 2:
+        return instant
+    done = [f for f in instant_files(base) if f.time == instant and f.state == "completed"]
+    assert len(done) == 1 and done[0].completion is not None, (instant, instant_names(base))
+    return done[0].completion
+
+
+def decode_instant(data: bytes, source: str = "instant file") -> dict[str, Any]:
+    """The content of an instant file: ``{}`` when empty, its single record when an Avro container file (every
+    non-empty file of layout 2, plans and rollback plans of layout 1), else JSON (layout 1's completed metadata)."""
+    if not data:
+        return {}
+    if data.startswith(_AVRO_MAGIC):
+        records = list(fastavro.reader(io.BytesIO(data)))
+        assert len(records) == 1 and isinstance(records[0], dict), (source, len(records))
+        return records[0]
+    decoded = json.loads(data)
+    assert isinstance(decoded, dict), source
+    return decoded
+
+
+def instant_metadata(file: InstantFile) -> dict[str, Any]:
+    """The decoded content of one instant file (see :func:`decode_instant`)."""
+    return decode_instant(file.path.read_bytes(), str(file.path))
+
+
+def commit_metadata(base: Path, instant: str, action: str = "commit") -> dict[str, Any]:
+    """The completed metadata of ``instant`` (``partitionToWriteStats``, ``extraMetadata``...), in either layout."""
+    return instant_metadata(completed_file(base, instant, action))
+
+
 def replacecommits(base: Path) -> dict[str, dict[str, Any]]:
-    """Every completed replacecommit of the table: instant time -> its commit JSON."""
-    return {p.name.split(".")[0]: json.loads(p.read_text()) for p in (base / ".hoodie").glob("*.replacecommit")}
+    """Every completed replacecommit of the table: instant time -> its commit metadata (JSON in layout 1, Avro in
+    layout 2, decoded alike)."""
+    return {f.time: instant_metadata(f) for f in instant_files(base)
+            if f.state == "completed" and f.action == "replacecommit"}
+
+
+def clusterings(base: Path, *, replaced: bool | None = None) -> list[str]:
+    """Completed replacecommits whose operation is a clustering, in order; ``replaced``: only those that replaced
+    file groups (True) or that replaced none, having lost every group to writers (False)."""
+    return [t for t, meta in sorted(replacecommits(base).items()) if meta.get("operationType") == "CLUSTER"
+            and (replaced is None or bool(meta.get("partitionToReplaceFileIds")) == replaced)]

@@ -3,7 +3,7 @@
 Creates, under ``<repo>/.cache/hudi/`` (or ``$CLUSTERD_HUDI_CACHE``):
 
 - ``venv-pyspark-<version>/``: a virtual environment with the pinned PySpark, made with the Python running this
-  script (one per PySpark version the setups pin; today both share one);
+  script (one per PySpark version the setups pin; today every setup shares one);
 - ``jars/<artifact>-<version>.jar``: each setup's Hudi Spark bundle, copied from Maven Central by ``mvn``.
 
 Idempotent: finished steps are recognised (a stamp in the venv, the jar files) and skipped. ``--check`` only

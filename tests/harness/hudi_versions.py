@@ -1,8 +1,10 @@
 """The Apache Hudi releases the interop tests run against: the one place their versions are pinned.
 
-Each setup is a released Hudi Spark bundle from Maven Central plus the PySpark release it runs on (in its own
-virtual environment, apart from the daemon's PySpark 4). Spark 4 bundles of Hudi are not served by Maven Central,
-so both setups run on Spark 3.5; the table they write is what the daemon sees.
+Each setup is a released Hudi Spark bundle from Maven Central, the PySpark release it runs on (in its own virtual
+environment, apart from the daemon's PySpark 4), and the table version its writers create and keep. Spark 4 bundles
+of Hudi are not served by Maven Central, so every setup runs on Spark 3.5; the table they write is what the daemon
+sees. Two bundles: Hudi 0.15 (table version 6) and Hudi 1.2 (versions 6, 8 and 9, one setup each: the version is a
+writer option, so the three share one jar and one worker process).
 """
 
 from __future__ import annotations
@@ -33,54 +35,102 @@ class MavenArtifact:
 
 @dataclass(frozen=True, slots=True)
 class HudiSetup:
-    """A released Hudi Spark bundle, the PySpark it runs on, and the writer options that keep tables at version 6."""
+    """A released Hudi Spark bundle, the PySpark it runs on, the table version its writers create and keep, and the
+    writer options that make them do so (``table_version_options``, added to the project's writer options)."""
 
     name: str
     hudi_version: str
     bundle: MavenArtifact
     pyspark_version: str
-    table_v6_options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    notes: str = ""
+    table_version: int
+    # (left out of equality and hashing: a mapping proxy has no hash, and pytest groups tests by setup value)
+    table_version_options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    notes: str = field(default="", compare=False)
+
+    @property
+    def timeline_layout_version(self) -> int:
+        """The timeline layout of the tables this setup writes: 1 up to table version 7, 2 from version 8 on."""
+        return 2 if self.table_version >= 8 else 1
 
 
 def _frozen(options: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(options))
 
 
-# One PySpark for both bundles, so both share one virtual environment. 3.5.1 is the Spark Hudi 0.15.0 was built
+# One PySpark for both bundles, so every setup shares one virtual environment. 3.5.1 is the Spark Hudi 0.15.0 was built
 # against (1.2.0 was built against 3.5.5 and runs on 3.5.1 too); later 3.5.x releases changed internal APIs that
 # 0.15.0 calls in places (apache/hudi#12099).
 PYSPARK_VERSION = "3.5.1"
 
+HUDI_0_15_BUNDLE = MavenArtifact("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "0.15.0")
+HUDI_1_2_BUNDLE = MavenArtifact("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "1.2.0")
+
 HUDI_0_15 = HudiSetup(
     name="hudi-0.15",
     hudi_version="0.15.0",
-    bundle=MavenArtifact("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "0.15.0"),
+    bundle=HUDI_0_15_BUNDLE,
     pyspark_version=PYSPARK_VERSION,
-    table_v6_options=_frozen({}),
+    table_version=6,
+    table_version_options=_frozen({}),
     notes="Writes table version 6, timeline layout 1 by default.",
 )
 
-HUDI_1_2 = HudiSetup(
-    name="hudi-1.2",
+HUDI_1_2_V6 = HudiSetup(
+    name="hudi-1.2-v6",
     hudi_version="1.2.0",
-    bundle=MavenArtifact("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "1.2.0"),
+    bundle=HUDI_1_2_BUNDLE,
     pyspark_version=PYSPARK_VERSION,
-    table_v6_options=_frozen(
+    table_version=6,
+    table_version_options=_frozen(
         {
             "hoodie.write.table.version": "6",
             "hoodie.write.auto.upgrade": "false",
         }
     ),
     notes=(
-        "Creates tables of a newer version by default; the options above make it create and keep version 6 with "
+        "Creates tables of version 9 by default; the options above make it create and keep version 6 with "
         "timeline layout 1. Its hoodie.properties still differs from 0.x's: hoodie.archivelog.folder=history, "
         "hoodie.table.ordering.fields instead of hoodie.table.precombine.field, hoodie.table.keygenerator.type "
         "instead of hoodie.table.keygenerator.class."
     ),
 )
 
-SETUPS: tuple[HudiSetup, ...] = (HUDI_0_15, HUDI_1_2)
+HUDI_1_2_V9 = HudiSetup(
+    name="hudi-1.2-v9",
+    hudi_version="1.2.0",
+    bundle=HUDI_1_2_BUNDLE,
+    pyspark_version=PYSPARK_VERSION,
+    table_version=9,
+    table_version_options=_frozen({}),
+    notes=(
+        "Hudi 1.2's default: table version 9, timeline layout 2 (instants in .hoodie/timeline/, completed ones "
+        "named <requested>_<completion>.<action> and written as Avro). hoodie.write.auto.upgrade stays at its "
+        "default (true): a version-6 or version-8 table a writer of this setup touches is upgraded to 9."
+    ),
+)
+
+HUDI_1_2_V8 = HudiSetup(
+    name="hudi-1.2-v8",
+    hudi_version="1.2.0",
+    bundle=HUDI_1_2_BUNDLE,
+    pyspark_version=PYSPARK_VERSION,
+    table_version=8,
+    table_version_options=_frozen(
+        {
+            "hoodie.write.table.version": "8",
+            "hoodie.write.auto.upgrade": "false",
+        }
+    ),
+    notes=(
+        "Table version 8 (what Hudi 1.0.x writes), timeline layout 2, written by Hudi 1.2 told to create and keep "
+        "that version."
+    ),
+)
+
+# Setups sharing a bundle (and a PySpark) run in one worker process: the table version is a per-write option.
+# Keep them next to each other, so that the tests of one bundle run together (the fixtures start one worker at a
+# time, see tests/interop/conftest.py).
+SETUPS: tuple[HudiSetup, ...] = (HUDI_0_15, HUDI_1_2_V6, HUDI_1_2_V9, HUDI_1_2_V8)
 
 # How writers treat upserts into file groups under a pending clustering plan of the daemon's: let them through
 # (the default SparkRejectUpdateStrategy fails them), never roll the plan back, and resolve conflicts preferring
@@ -121,8 +171,8 @@ def setup_named(name: str) -> HudiSetup:
 
 
 def shared_table_writer_options(setup: HudiSetup) -> dict[str, str]:
-    """The project's writer settings plus what ``setup`` needs to keep the table at version 6."""
-    return {**PROJECT_WRITER_OPTIONS, **setup.table_v6_options}
+    """The project's writer settings plus what ``setup`` needs to create and keep its table version."""
+    return {**PROJECT_WRITER_OPTIONS, **setup.table_version_options}
 
 
 CONFLICT_RESOLUTION_KEY = "hoodie.write.lock.conflict.resolution.strategy"

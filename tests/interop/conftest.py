@@ -1,28 +1,99 @@
-"""One Apache Hudi worker per setup (Hudi 0.15 and 1.2 on Spark 3.5), started once per session and shared.
+"""The Apache Hudi setups every interop test runs for, and the session's Hudi workers.
 
-The fixtures are parametrised over :data:`tests.harness.hudi_versions.SETUPS`; pytest groups the tests by setup,
-so at most one worker (one JVM) runs at a time. A setup whose cache is missing skips its tests, or fails them
-under ``CLUSTERD_REQUIRE_HUDI=1`` (see ``tests/harness/apache_hudi.py``).
+Every test that uses ``hudi_setup`` (directly, or through ``apache_hudi``) runs once per setup of
+:data:`tests.harness.hudi_versions.SETUPS` except those writing table version 8: Hudi 0.15 (version 6), Hudi 1.2
+keeping version 6, Hudi 1.2 writing its default version 9. A test marked ``hudi_v8`` also runs for Hudi 1.2
+writing version 8 (same timeline layout as 9, other table properties); the ids name the setup (``hudi-1.2-v9``).
+
+One worker (one JVM) per bundle serves every setup of that bundle, so Hudi 1.2's three setups share one; pytest
+groups the tests by setup (a session-scoped parameter), and at most one worker runs at a time. A setup whose cache
+is missing skips its tests, or fails them under ``CLUSTERD_REQUIRE_HUDI=1`` (see ``tests/harness/apache_hudi.py``).
+
+Tables are shared the same way where that is sound: ``events_table`` gives each test a copy of the three-insert
+table its setup's worker writes once per session (the plan and update-strategy tests start from it).
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.harness.apache_hudi import HudiWorker, started_worker
+from tests.builders import EVENTS_SCHEMA, event_rows
+from tests.harness.apache_hudi import HudiWorker, HudiWorkers, events_writer_options
 from tests.harness.hudi_versions import SETUPS, HudiSetup
 
+EventsTable = tuple[Path, list[list[dict[str, Any]]]]
+EVENTS_BATCHES = 3
 
-@pytest.fixture(scope="session", params=SETUPS, ids=[s.name for s in SETUPS])
+V8_MARKER = "hudi_v8"
+
+# Every interop test's setups; a test marked hudi_v8 runs for every setup. The version-8 setup comes last in
+# SETUPS, so the setups common to both lists keep their place (pytest groups tests by the setup's value anyway).
+DEFAULT_SETUPS: tuple[HudiSetup, ...] = tuple(s for s in SETUPS if s.table_version != 8)
+V8_SETUPS: tuple[HudiSetup, ...] = SETUPS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{V8_MARKER}: also run for Hudi 1.2 writing table version 8 (tests/interop/conftest.py)"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "hudi_setup" not in metafunc.fixturenames:
+        return
+    setups = V8_SETUPS if metafunc.definition.get_closest_marker(V8_MARKER) else DEFAULT_SETUPS
+    metafunc.parametrize("hudi_setup", setups, ids=[s.name for s in setups], indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
 def hudi_setup(request: pytest.FixtureRequest) -> HudiSetup:
-    """The Hudi setup under test (parametrises every test that uses it)."""
+    """The Hudi setup under test (parametrises every test that uses it, see :func:`pytest_generate_tests`)."""
     setup: HudiSetup = request.param
     return setup
 
 
 @pytest.fixture(scope="session")
-def apache_hudi(hudi_setup: HudiSetup, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HudiWorker]:
-    """A running Hudi worker for ``hudi_setup``; stopped when the session (or the setup's tests) end."""
-    yield from started_worker(hudi_setup, tmp_path_factory.mktemp(f"{hudi_setup.name}-worker"))
+def hudi_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HudiWorkers]:
+    """The session's Hudi workers, one per bundle, at most one running; stopped when the session ends."""
+    workers = HudiWorkers(lambda name: tmp_path_factory.mktemp(f"{name}-worker"))
+    try:
+        yield workers
+    finally:
+        workers.close()
+
+
+@pytest.fixture(scope="session")
+def apache_hudi(hudi_setup: HudiSetup, hudi_workers: HudiWorkers) -> HudiWorker:
+    """A running Hudi worker for ``hudi_setup``: its bundle's worker, seen as a worker of this setup."""
+    return hudi_workers.for_setup(hudi_setup)
+
+
+@pytest.fixture(scope="session")
+def _events_originals(tmp_path_factory: pytest.TempPathFactory) -> dict[HudiSetup, Path]:
+    """The events table each setup's worker wrote, by setup (written on first use, never written to again)."""
+    return {}
+
+
+@pytest.fixture
+def events_table(apache_hudi: HudiWorker, _events_originals: dict[HudiSetup, Path],
+                 tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> EventsTable:
+    """A table Hudi wrote in three inserts of ``tests.builders.event_rows`` (two new file groups each, one per
+    partition; ``events_writer_options``) and the batches it wrote, the test's own to change: a copy of the table
+    the setup's worker wrote once per session. A copy is the table (Hudi keeps no absolute path in it; the copy
+    keeps the files' modification times), and saves each test three writes through Hudi."""
+    setup = apache_hudi.setup
+    original = _events_originals.get(setup)
+    if original is None:
+        original = tmp_path_factory.mktemp(f"events-{setup.name}") / "events"
+        options = {**events_writer_options(setup), "hoodie.datasource.write.operation": "insert"}
+        for b in range(EVENTS_BATCHES):
+            apache_hudi.write(event_rows(b), original, options, schema=EVENTS_SCHEMA)
+        _events_originals[setup] = original
+    base = tmp_path / "events"
+    shutil.copytree(original, base)
+    return base, [event_rows(b) for b in range(EVENTS_BATCHES)]

@@ -1,8 +1,9 @@
 """The Apache Hudi harness against real Hudi: what Hudi 0.15 and 1.2 write with the project's writer settings.
 
-Each ``hudi``-marked test runs once per setup (ids ``hudi-0.15``, ``hudi-1.2``) on the session's shared worker.
-One small partitioned table (an insert, then an upsert) serves the layout, snapshot, incremental, time-travel and
-``show_commits`` checks. The tests at the end check the harness's availability logic and need no JVM.
+Each ``hudi``-marked test runs once per setup (ids ``hudi-0.15``, ``hudi-1.2-v6``, ``hudi-1.2-v9``) on the
+session's shared worker. One small partitioned table (an insert, then an upsert) serves the layout, snapshot,
+incremental, time-travel and ``show_commits`` checks. The tests at the end check the harness's availability logic
+and need no JVM.
 """
 
 from __future__ import annotations
@@ -28,11 +29,17 @@ from tests.harness.apache_hudi import (
     locate,
     read_hoodie_properties,
     require_installation,
-    timeline_files,
+)
+from tests.harness.daemon_harness import (
+    completed,
+    incremental_start,
+    instant_files,
+    instant_names,
+    timeline_dir,
 )
 from tests.harness.hudi_versions import (
     HUDI_0_15,
-    HUDI_1_2,
+    HUDI_1_2_V9,
     SETUPS,
     HudiSetup,
     shared_table_writer_options,
@@ -107,21 +114,41 @@ def hudi_table(apache_hudi: HudiWorker, tmp_path_factory: pytest.TempPathFactory
     return WrittenTable(setup, base, instant_time(first[0]), instant_time(second[0]))
 
 
+def assert_layout(base: Path, setup: HudiSetup) -> None:
+    """The table has the setup's version and timeline layout, its instant files where that layout keeps them."""
+    props = read_hoodie_properties(base)
+    assert props["hoodie.table.version"] == str(setup.table_version)
+    assert props["hoodie.timeline.layout.version"] == str(setup.timeline_layout_version)
+    hoodie = base / ".hoodie"
+    in_root = sorted(p.name for p in hoodie.iterdir() if p.is_file() and p.name[0].isdigit())
+    if setup.timeline_layout_version == 1:
+        assert timeline_dir(base) == hoodie and not (hoodie / "timeline").exists()
+    else:
+        # layout 2: every instant file under .hoodie/timeline/, none left in .hoodie/ (Hudi would not see it)
+        assert props["hoodie.timeline.path"] == "timeline" and timeline_dir(base) == hoodie / "timeline"
+        assert not in_root, in_root
+        assert props["hoodie.table.initial.version"] == str(setup.table_version)
+    assert instant_files(base), sorted(p.name for p in hoodie.iterdir())
+
+
 @hudi
-def test_hudi_write_table_is_version_6_layout_1_without_metadata(hudi_table: WrittenTable) -> None:
+def test_hudi_write_table_has_the_setups_version_and_layout_without_metadata(hudi_table: WrittenTable) -> None:
     # When we look at what Hudi left on disk
     props = read_hoodie_properties(hudi_table.base)
-    names = timeline_files(hudi_table.base)
+    files = instant_files(hudi_table.base)
 
-    # Then it is a version-6 copy-on-write table with the layout-1 timeline and no metadata table
-    assert props["hoodie.table.version"] == "6"
-    assert props["hoodie.timeline.layout.version"] == "1"
+    # Then it is a copy-on-write table of the setup's version, with that version's timeline layout (instants in
+    # .hoodie/ for version 6, in .hoodie/timeline/ for versions 8 and 9) and no metadata table
+    assert_layout(hudi_table.base, hudi_table.setup)
     assert props["hoodie.table.type"] == "COPY_ON_WRITE"
     assert not props.get("hoodie.table.metadata.partitions")
     for instant in (hudi_table.first, hudi_table.second):
-        assert {f"{instant}.commit.requested", f"{instant}.inflight", f"{instant}.commit"} <= set(names), names
+        states = {(f.action, f.state) for f in files if f.time == instant}
+        assert states == {("commit", "requested"), ("commit", "inflight"), ("commit", "completed")}, files
+        [done] = [f for f in files if f.time == instant and f.state == "completed"]
+        # layout 2 names a completed instant by its requested and its completion time
+        assert (done.completion is not None) == (hudi_table.setup.timeline_layout_version == 2), done
     assert not (hudi_table.base / ".hoodie" / "metadata").exists()
-    assert not (hudi_table.base / ".hoodie" / "timeline").exists()  # layout 2 keeps its instants there
     partitions = sorted(p.parent.name for p in hudi_table.base.glob("*/.hoodie_partition_metadata"))
     assert partitions == ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
 
@@ -142,8 +169,10 @@ def test_hudi_snapshot_read_returns_latest_value_per_key(apache_hudi: HudiWorker
 def test_hudi_incremental_and_time_travel_reads_see_each_commit(
     apache_hudi: HudiWorker, hudi_table: WrittenTable
 ) -> None:
-    # When Hudi reads the changes after the first commit, and the table as of the first commit
-    changes = apache_hudi.read(hudi_table.base, "incremental", begin=hudi_table.first)
+    # When Hudi reads the changes after the first commit (its completion time on versions 8 and 9), and the table
+    # as of the first commit
+    changes = apache_hudi.read(hudi_table.base, "incremental", begin=incremental_start(hudi_table.base,
+                                                                                       hudi_table.first))
     as_of_first = apache_hudi.read(hudi_table.base, "time_travel", as_of=hudi_table.first)
 
     # Then the incremental read holds exactly the upserted rows, stamped with the second commit
@@ -222,13 +251,13 @@ def test_hudi_streaming_sink_commits_three_micro_batches(apache_hudi: HudiWorker
     finally:
         final = apache_hudi.stream_stop("events")
 
-    # Then three micro-batches completed without error, each a commit on a version-6 table
+    # Then three micro-batches completed without error, each a commit on a table of the setup's version
     assert status["exception"] is None, status["exception"]
     assert status["batches"] == 3 and status["rows"] == 5, status
     assert final["exception"] is None, final["exception"]
-    commits = [n for n in timeline_files(stream_dirs["base"]) if n.endswith(".commit")]
-    assert len(commits) == 3, commits
-    assert read_hoodie_properties(stream_dirs["base"])["hoodie.table.version"] == "6"
+    commits = completed(stream_dirs["base"], "commit")
+    assert len(commits) == 3, instant_names(stream_dirs["base"])
+    assert_layout(stream_dirs["base"], apache_hudi.setup)
     assert not (stream_dirs["base"] / ".hoodie" / "metadata").exists()
     # And the table holds the latest value per key
     expected = by_key(batches[0]) | by_key(batches[1]) | by_key(batches[2])
@@ -236,7 +265,7 @@ def test_hudi_streaming_sink_commits_three_micro_batches(apache_hudi: HudiWorker
 
 
 @hudi
-def test_hudi_run_clustering_with_writer_settings_keeps_v6_without_metadata(
+def test_hudi_run_clustering_with_writer_settings_keeps_the_version_without_metadata(
     apache_hudi: HudiWorker, tmp_path: Path
 ) -> None:
     # Given a small table Hudi wrote in one commit
@@ -251,16 +280,15 @@ def test_hudi_run_clustering_with_writer_settings_keeps_v6_without_metadata(
     rows = apache_hudi.run_clustering(base, "scheduleAndExecute",
                                       options=table_service_options(shared_table_writer_options(setup)))
 
-    # Then one plan completed as a replacecommit, the table stays version 6 without a metadata table
+    # Then one plan completed as a replacecommit (pending as a replacecommit in layout 1, as a clustering in
+    # layout 2), the table keeps its version and has no metadata table
     assert [r["state"] for r in rows] == ["COMPLETED"], rows
     instant = rows[0]["timestamp"]
-    names = timeline_files(base)
-    assert {
-        f"{instant}.replacecommit.requested",
-        f"{instant}.replacecommit.inflight",
-        f"{instant}.replacecommit",
-    } <= set(names), names
-    assert read_hoodie_properties(base)["hoodie.table.version"] == "6"
+    pending_as = "replacecommit" if setup.timeline_layout_version == 1 else "clustering"
+    states = {(f.action, f.state) for f in instant_files(base) if f.time == instant}
+    assert states == {(pending_as, "requested"), (pending_as, "inflight"), ("replacecommit", "completed")}, \
+        instant_names(base)
+    assert_layout(base, setup)
     assert not (base / ".hoodie" / "metadata").exists()
     # And the data reads the same
     assert by_key(apache_hudi.read(base).to_pylist()) == by_key(INSERTED)
@@ -278,10 +306,10 @@ def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_locate_missing_cache_names_jar_coordinates_and_setup_command(empty_cache: Path) -> None:
     with pytest.raises(HudiUnavailableError) as err:
-        locate(HUDI_1_2)
+        locate(HUDI_1_2_V9)
     message = str(err.value)
-    assert HUDI_1_2.bundle.coordinates in message
-    assert f"pyspark=={HUDI_1_2.pyspark_version}" in message
+    assert HUDI_1_2_V9.bundle.coordinates in message
+    assert f"pyspark=={HUDI_1_2_V9.pyspark_version}" in message
     assert setup_mod.SETUP_COMMAND in message
     assert str(empty_cache) in message
 

@@ -15,11 +15,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hudi_clusterd.domain.instant import Action, Instant, State, instant_file_name
+from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.errors import LockError
 from hudi_clusterd.io.lock import AUX_LOCK_FILE, LOCK_FILE, LockOptions
 from hudi_clusterd.io.table import HoodieTable
 from tests.harness.apache_hudi import HudiRequestError, HudiWorker, hudi_write_options
+from tests.harness.daemon_harness import instant_files
 
 pytestmark = pytest.mark.hudi
 
@@ -41,7 +42,7 @@ def _table(apache_hudi: HudiWorker, base: Path, extra: Mapping[str, str] | None 
 
 
 def _latest_commit_mtime(base: Path) -> float:
-    return max(p.stat().st_mtime for p in (base / ".hoodie").glob("*.commit"))
+    return max(f.path.stat().st_mtime for f in instant_files(base) if f.action == "commit" and f.state == "completed")
 
 
 @pytest.mark.parametrize("lock_folder", [None, "elsewhere"], ids=["default-path", "filesystem-path"])
@@ -100,7 +101,7 @@ def test_a_hudi_writer_that_gives_up_on_the_lock_cannot_make_the_daemon_write_wi
             # Then Hudi 1.x leaves a lock it does not hold alone, and the daemon goes on under it
             assert json.loads((base / LOCK_FILE).read_text())["holder"] == "hudi-clusterd"
             table.timeline_store.create(planned, b"")
-    written = (base / ".hoodie" / instant_file_name(planned.time, planned.action, planned.state)).exists()
+    written = planned.time in {f.time for f in instant_files(base)}
     assert written is not apache_hudi.setup.hudi_version.startswith("0.")
     # And Hudi's view of the table is unchanged by the failed write
     assert sorted(apache_hudi.read(base).column("v").to_pylist()) == [0] * 8

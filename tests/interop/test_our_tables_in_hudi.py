@@ -1,15 +1,17 @@
 """Apache Hudi reads the tables we write and cluster, and writes into the file groups our clustering wrote
 (issue #14, 2 and 3).
 
-Each table shape is written once per session by our Spark writer (three commits, two partitions, tens of rows)
-and clustered once by our clustering (the ops API on the session's SparkSession), then shared: the read tests use
-it as it is, the write tests on a copy. Every test runs once per Hudi setup on the session's shared worker.
+Each table shape is written once per session and table version (three commits, two partitions, tens of rows) and
+clustered once by our clustering (the ops API on the session's SparkSession), then shared: the read tests use it
+as it is, the write tests on a copy. Version-6 tables are written by our Spark writer, and shared by the Hudi 0.15
+and 1.2 setups that keep version 6; our writer creates no other version, so tables of versions 8 and 9 are written
+by Hudi 1.2 (the setup's worker, three inserts, one new file group per partition each) before our clustering. Every
+test runs once per Hudi setup on the session's shared worker, version 8 included.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,12 +26,15 @@ import pytest
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.io.avro_schema import META_FIELDS
 from hudi_clusterd.io.table import HoodieTable
-from tests.builders import ClusteredTable, golden_rows, write_and_cluster
+from tests.builders import ClusteredTable, golden_rows, make_policy, write_and_cluster
 from tests.harness.apache_hudi import HudiWorker, hudi_write_options
+from tests.harness.daemon_harness import commit_metadata, incremental_start, table_version
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.harness.hudi_versions import HudiSetup
 
-pytestmark = pytest.mark.hudi
+pytestmark = [pytest.mark.hudi, pytest.mark.hudi_v8]
+
+OUR_WRITER_VERSION = 6  # the table version our Spark writer creates
 
 UTC = dt.UTC
 T0 = dt.datetime(2024, 3, 1, tzinfo=UTC)
@@ -135,26 +140,71 @@ class OurTable:
         return self.clustered.base
 
 
+def cluster_hudis_table(spark: Any, base: Path, commits: Sequence[str], rows: pa.Table,
+                        clustering: Mapping[str, str]) -> ClusteredTable:
+    """Schedule and execute one clustering of every file group of a table Hudi wrote, as ``write_and_cluster``
+    does after our writer's commits."""
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
+    from hudi_clusterd.ops.execute import execute_pending
+    from hudi_clusterd.ops.schedule import schedule
+
+    table = HoodieTable.open(str(base))
+    policy = make_policy(**clustering)
+    scheduled = schedule(table, policy, force=True)
+    assert scheduled.instant is not None and scheduled.plan is not None, scheduled.reason
+    result = execute_pending(table, SparkGroupRunner(spark, owns_session=False), scheduled.instant,
+                             parallelism=policy.max_parallelism)
+    assert result.outcome == "completed", result.message
+    return ClusteredTable(
+        base, tuple(commits), result.instant, rows, frozenset(scheduled.plan.group_ids()),
+        frozenset((ws.partition_path or "", ws.file_id) for ws in result.write_stats))
+
+
 @pytest.fixture(scope="session")
-def our_table(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], OurTable]:
-    """Factory: the session's table of one shape, written and clustered on first use (read-only: copy to write)."""
+def our_table(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, HudiWorker], OurTable]:
+    """Factory: the session's table of one shape at the table version of the worker's setup, written and clustered
+    on first use (read-only: copy to write). A table that could not be built fails every test asking for it, without
+    being built again."""
     from hudi_clusterd.engine.ingest.snapshot import snapshot
 
     root = tmp_path_factory.mktemp("ours")
-    built: dict[str, OurTable] = {}
+    built: dict[tuple[str, int], OurTable] = {}
+    failed: dict[tuple[str, int], BaseException] = {}
 
-    def get(name: str) -> OurTable:
-        if name not in built:
-            shape = SHAPES[name]
+    def build(name: str, hudi: HudiWorker) -> OurTable:
+        shape, version = SHAPES[name], hudi.setup.table_version
+        base = root / f"v{version}" / name
+        batches = [shape.batch(b) for b in range(BATCHES)]
+        if version == OUR_WRITER_VERSION:
             config = TableConfig.for_new_table(name=name, record_key_fields=shape.record_key,
                                                partition_fields=shape.partition_by, hive_style=shape.hive_style,
                                                precombine_field=shape.precombine)
-            clustered = write_and_cluster(spark, root / name, config, [shape.batch(b) for b in range(BATCHES)],
-                                          shape.clustering)
-            table = HoodieTable.open(str(clustered.base))
-            built[name] = OurTable(name, shape, clustered, snapshot(spark, table).toArrow(),
-                                   snapshot(spark, table, as_of=clustered.commits[-1]).toArrow())
-        return built[name]
+            clustered = write_and_cluster(spark, base, config, batches, shape.clustering)
+        else:
+            options = {**shape.hudi_options(hudi.setup, name, "SIMPLE"), "hoodie.datasource.write.operation": "insert",
+                       "hoodie.parquet.small.file.limit": "0"}  # each insert its own file groups, as ours makes
+            commits = []
+            for batch in batches:
+                [commit] = hudi.write(batch, base, options)
+                commits.append(commit.split(".", 1)[0])
+            clustered = cluster_hudis_table(spark, base, commits, pa.concat_tables(batches), shape.clustering)
+        assert table_version(base) == version
+        table = HoodieTable.open(str(clustered.base))
+        return OurTable(name, shape, clustered, snapshot(spark, table).toArrow(),
+                        snapshot(spark, table, as_of=clustered.commits[-1]).toArrow())
+
+    def get(name: str, hudi: HudiWorker) -> OurTable:
+        key = (name, hudi.setup.table_version)
+        if key in failed:
+            raise AssertionError(f"the {name} table of version {key[1]} could not be built (first error above)") \
+                from failed[key]
+        if key not in built:
+            try:
+                built[key] = build(name, hudi)
+            except BaseException as exc:
+                failed[key] = exc
+                raise
+        return built[key]
 
     return get
 
@@ -193,9 +243,10 @@ def record_key(row: Mapping[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_hudi_reads_the_tables_we_write_and_cluster(apache_hudi: HudiWorker, our_table: Callable[[str], OurTable],
+def test_hudi_reads_the_tables_we_write_and_cluster(apache_hudi: HudiWorker,
+                                                    our_table: Callable[[str, HudiWorker], OurTable],
                                                     shape: str) -> None:
-    ours = our_table(shape)
+    ours = our_table(shape, apache_hudi)
     data_columns = [c for c in ours.snapshot.column_names if c not in META_FIELDS]
     # Our own snapshot holds every row we wrote, once
     assert keyed(ours.snapshot, lambda r: r["id"], data_columns) == \
@@ -216,8 +267,9 @@ def test_hudi_reads_the_tables_we_write_and_cluster(apache_hudi: HudiWorker, our
     assert set(theirs.column("_hoodie_commit_time").to_pylist()) == set(ours.clustered.commits)
     # And Hudi's incremental query from the last commit (only our replacecommit in range) returns no row, while
     # one from the commit before returns exactly the last commit's rows, now read from our clustering's files
-    assert apache_hudi.read(ours.base, "incremental", begin=ours.clustered.commits[-1]).num_rows == 0
-    last = apache_hudi.read(ours.base, "incremental", begin=ours.clustered.commits[-2])
+    after_last = incremental_start(ours.base, ours.clustered.commits[-1])
+    assert apache_hudi.read(ours.base, "incremental", begin=after_last).num_rows == 0
+    last = apache_hudi.read(ours.base, "incremental", begin=incremental_start(ours.base, ours.clustered.commits[-2]))
     assert keyed(last, record_key, meta) == {k: v for k, v in keyed(ours.before, record_key, meta).items()
                                              if v["_hoodie_commit_time"] == ours.clustered.commits[-1]}
 
@@ -237,9 +289,10 @@ MOVED = 9  # GLOBAL_BLOOM only: updated into the other partition
     ("hive_complex", "BLOOM"), ("nonpartitioned", "SIMPLE"),
 ])
 def test_hudi_upserts_and_deletes_into_file_groups_our_clustering_wrote(
-        apache_hudi: HudiWorker, our_table: Callable[[str], OurTable], tmp_path: Path, shape: str, index: str) -> None:
+        apache_hudi: HudiWorker, our_table: Callable[[str, HudiWorker], OurTable], tmp_path: Path, shape: str,
+        index: str) -> None:
     # Given a copy of our clustered table, whose files carry our bloom filters
-    ours = our_table(shape)
+    ours = our_table(shape, apache_hudi)
     base = tmp_path / shape
     shutil.copytree(ours.base, base)
     for partition, file_id in ours.clustered.written:
@@ -264,7 +317,7 @@ def test_hudi_upserts_and_deletes_into_file_groups_our_clustering_wrote(
         del expected[key]
 
     # Then the upsert rewrote file groups our clustering wrote (merging its rows into our files' rows)
-    stats = [ws for wss in json.loads((base / ".hoodie" / upsert).read_text())["partitionToWriteStats"].values()
+    stats = [ws for wss in commit_metadata(base, upsert.split(".", 1)[0])["partitionToWriteStats"].values()
              for ws in wss]
     merged = {(ws["partitionPath"], ws["fileId"]) for ws in stats if ws["prevCommit"] == ours.clustered.clustering}
     assert merged == set(ours.clustered.written), stats
@@ -274,3 +327,4 @@ def test_hudi_upserts_and_deletes_into_file_groups_our_clustering_wrote(
     # And hudi-rs reads the same
     assert by_id(hudi_rs_rows(base, columns, "id")) == expected
     assert delete.endswith(".commit")
+    assert table_version(base) == apache_hudi.setup.table_version

@@ -1,12 +1,15 @@
 """Plans cross both ways, and Apache Hudi's table services accept the daemon's instants (issue #14, 4 and 5).
 
-Each test runs once per Hudi setup on the session's shared worker. Tables are written by Apache Hudi with the
+Each test runs once per Hudi setup on the session's shared worker; the plans crossing both ways (Hudi executes a
+plan of ours, we execute one of Hudi's) also on a version-8 table. Tables are written by Apache Hudi with the
 project's writer settings (plus ``hoodie.parquet.small.file.limit=0``, so that every insert makes new file groups
-for clustering to merge); the daemon's side runs as its CLI, in its own process, as users run it.
+for clustering to merge): each test starts from a copy of the setup's ``events_table`` (see ``conftest.py``). The
+daemon's side runs as its CLI, in its own process, as users run it.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,75 +25,73 @@ from hudi_clusterd.io.markers import create_marker
 from hudi_clusterd.io.rollback import rollback_pending
 from hudi_clusterd.io.table import HoodieTable
 from tests.builders import EVENTS_SCHEMA, event_rows, events_by_key, expected_events
-from tests.harness.apache_hudi import HudiWorker, hudi_write_options, read_hoodie_properties
-from tests.harness.daemon_harness import clusterd, replacecommits
+from tests.harness.apache_hudi import HudiWorker, events_writer_options, read_hoodie_properties
+from tests.harness.daemon_harness import (
+    clusterd,
+    clustering_plan_path,
+    clusterings,
+    completed,
+    instant_files,
+    instant_names,
+    pending_clusterings,
+    replacecommits,
+)
 from tests.harness.hudi_versions import table_service_options
 
 pytestmark = pytest.mark.hudi
 
 
-
 def writer(apache_hudi: HudiWorker, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    return hudi_write_options(apache_hudi.setup, "events", record_key="id", partition_path="part", precombine="ts",
-                              extra={"hoodie.parquet.small.file.limit": "0", **(extra or {})})
-
-
-def hoodie(base: Path) -> list[str]:
-    return sorted(p.name for p in (base / ".hoodie").iterdir() if p.is_file())
-
-
-def clusterings(base: Path) -> list[str]:
-    return sorted(t for t, meta in replacecommits(base).items() if meta.get("operationType") == "CLUSTER")
+    return events_writer_options(apache_hudi.setup, extra)
 
 
 def requested_plan(base: Path, instant: str) -> RequestedReplaceMetadata:
-    path = base / ".hoodie" / f"{instant}.replacecommit.requested"
+    path = clustering_plan_path(base, instant)
     meta = decode_requested_replace(path.read_bytes(), str(path))
     assert meta is not None and meta.clustering_plan is not None
     return meta
 
 
 @pytest.fixture
-def table(apache_hudi: HudiWorker, tmp_path: Path) -> tuple[Path, list[list[dict[str, Any]]]]:
-    """A table Hudi wrote in three inserts (two new file groups each)."""
-    base = tmp_path / "events"
-    batches = [event_rows(b) for b in range(3)]
-    for batch in batches:
-        apache_hudi.write(batch, base, {**writer(apache_hudi), "hoodie.datasource.write.operation": "insert"},
-                          schema=EVENTS_SCHEMA)
-    return base, batches
+def table(events_table: tuple[Path, list[list[dict[str, Any]]]]) -> tuple[Path, list[list[dict[str, Any]]]]:
+    """A table Hudi wrote in three inserts (two new file groups each): a copy of the setup's events table."""
+    return events_table
 
 
+@pytest.mark.hudi_v8
 def test_apache_hudi_executes_a_plan_the_daemon_scheduled(apache_hudi: HudiWorker,
                                                           table: tuple[Path, list[list[dict[str, Any]]]]) -> None:
     base, batches = table
-    # Given a plan scheduled by hudi-clusterd (sorted by val)
+    # Given a plan scheduled by hudi-clusterd (sorted by val), as the layout names it (T.replacecommit.requested
+    # in .hoodie/ on version 6, T.clustering.requested in .hoodie/timeline/ on versions 8 and 9)
     out = clusterd("schedule", "--base-path", str(base), "--force", "--props", str(props(base, "val")))
     instant = out.split("scheduled clustering ", 1)[1].split(":", 1)[0]
+    assert pending_clusterings(base) == [instant], instant_names(base)
     plan = requested_plan(base, instant).clustering_plan
     assert plan is not None and plan.strategy.work_order.sort_columns == ("val",)
     # When Apache Hudi executes it
     apache_hudi.run_clustering(base, "execute", options=table_service_options(writer(apache_hudi)),
                                instants=[instant])
     # Then the plan completed as a clustering that replaced every planned file group, and every row reads once
-    completed = replacecommits(base)[instant]
-    assert completed["operationType"] == "CLUSTER"
-    replaced = {(p, f) for p, ids in completed["partitionToReplaceFileIds"].items() for f in ids}
+    meta = replacecommits(base)[instant]
+    assert meta["operationType"] == "CLUSTER"
+    replaced = {(p, f) for p, ids in meta["partitionToReplaceFileIds"].items() for f in ids}
     assert replaced == set(plan.group_ids())
     assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
-    assert read_hoodie_properties(base)["hoodie.table.version"] == "6"
+    assert read_hoodie_properties(base)["hoodie.table.version"] == str(apache_hudi.setup.table_version)
 
 
+@pytest.mark.hudi_v8
 def test_the_daemon_executes_a_plan_apache_hudi_scheduled(apache_hudi: HudiWorker,
                                                           table: tuple[Path, list[list[dict[str, Any]]]]) -> None:
     base, batches = table
     before = events_by_key(apache_hudi.read(base))
     # Given a plan Apache Hudi scheduled without executing it
     apache_hudi.run_clustering(base, "schedule", options=table_service_options(writer(apache_hudi)))
-    pending = [p.name.split(".")[0] for p in (base / ".hoodie").glob("*.replacecommit.requested")
-               if not (base / ".hoodie" / p.name.replace(".requested", "")).exists()]
-    assert len(pending) == 1, hoodie(base)
+    pending = pending_clusterings(base)
+    assert len(pending) == 1, instant_names(base)
     instant = pending[0]
+    assert clustering_plan_path(base, instant).exists(), instant_names(base)
     # When hudi-clusterd executes it
     out = clusterd("execute", "--base-path", str(base), "--instant", instant)
     assert f"completed {instant}" in out, out
@@ -99,6 +100,7 @@ def test_the_daemon_executes_a_plan_apache_hudi_scheduled(apache_hudi: HudiWorke
     after = apache_hudi.read(base, columns=["id", "part", "val", "ts", "_hoodie_commit_time"])
     assert events_by_key(after.drop_columns(["_hoodie_commit_time"])) == before == expected_events(batches)
     assert instant not in set(after.column("_hoodie_commit_time").to_pylist())
+    assert read_hoodie_properties(base)["hoodie.table.version"] == str(apache_hudi.setup.table_version)
 
 
 def props(base: Path, sort_columns: str) -> Path:
@@ -133,14 +135,15 @@ def test_hudi_cleaner_archiver_and_views_accept_the_daemons_instants(
             shown = apache_hudi.sql(f"CALL show_clustering(path => '{base}', limit => 50)")
             assert dropped in {str(r.get("timestamp")) for r in shown}, shown
         clusterd("rollback", "--base-path", str(base), "--instant", dropped, "--purge")
-    ours_rollback = sorted(p.name.split(".")[0] for p in (base / ".hoodie").glob("*.rollback"))
+    ours_rollback = completed(base, "rollback")
     assert ours_rollback
     # Hudi's views list our instants
-    apache_hudi.register_table("events_views", base)
-    commits = {str(r.get("commit_time")): r for r in apache_hudi.sql("CALL show_commits(table => 'events_views', "
+    views = f"events_views_{uuid.uuid4().hex[:8]}"  # the worker's catalog outlives the test (and the setup)
+    apache_hudi.register_table(views, base)
+    commits = {str(r.get("commit_time")): r for r in apache_hudi.sql(f"CALL show_commits(table => '{views}', "
                                                                        "limit => 50)")}
     assert done[-1] in commits, commits.keys()
-    groups = apache_hudi.sql("CALL show_fsview_all(table => 'events_views', path_regex => '*')")
+    groups = apache_hudi.sql(f"CALL show_fsview_all(table => '{views}', path_regex => '*')")
     assert groups, "show_fsview_all listed nothing"
     # When Apache Hudi keeps writing with small retention: its cleaner and archiver run after each commit
     for b in range(6, 12):  # upserts of earlier keys: new slices for the cleaner, clean instants for the archiver
@@ -149,12 +152,12 @@ def test_hudi_cleaner_archiver_and_views_accept_the_daemons_instants(
     # Then the files our first clustering replaced are cleaned, our instants are archived, and no row is lost
     live = {(p.parent.name, p.name.split("_", 1)[0]) for p in base.glob("p*/*.parquet")}
     assert not live & first_replaced, "the cleaner left file groups our clustering replaced"
-    active = {p.name.split(".")[0] for p in (base / ".hoodie").glob("*") if p.is_file()}
+    active = {f.time for f in instant_files(base)}
     assert done[0] not in active and ours_rollback[0] not in active, "our instants were not archived"
-    archived = apache_hudi.sql("CALL show_archived_commits_metadata(table => 'events_views', limit => 1000, "
+    archived = apache_hudi.sql(f"CALL show_archived_commits_metadata(table => '{views}', limit => 1000, "
                                "start_ts => '20000101000000000', end_ts => '29991231000000000')")
     assert (done[0], "replacecommit") in {(str(r.get("commit_time")), r.get("action")) for r in archived}, archived
-    assert any((base / ".hoodie").glob("*.clean")), hoodie(base)
+    assert completed(base, "clean"), instant_names(base)
     assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
 
 
@@ -170,7 +173,9 @@ def test_apache_hudi_completes_a_rollback_the_daemon_left_pending(
     assert plan is not None
     slice_ = plan.input_groups[0].slices[0]
     hudi_table = HoodieTable.open(str(base))
-    hudi_table.timeline_store.create(Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT), b"")
+    # (Action.CLUSTERING: the daemon's name for a pending clustering, its files T.replacecommit.* in layout 1 and
+    # T.clustering.* in layout 2)
+    hudi_table.timeline_store.create(Instant(instant, Action.CLUSTERING, State.INFLIGHT), b"")
     written = base_file_name("00000000-0000-4000-8000-000000000001-0", "0-1-2", instant)
     create_marker(hudi_table.storage, instant, slice_.partition_path, written)
     attempt = base / slice_.partition_path / written
@@ -185,20 +190,21 @@ def test_apache_hudi_completes_a_rollback_the_daemon_left_pending(
 
     monkeypatch.setattr(hudi_table.storage, "delete", fail_on_the_attempt)
     with pytest.raises(StorageError, match="stays pending"):
-        rollback_pending(hudi_table, instant, Action.REPLACE_COMMIT)
+        rollback_pending(hudi_table, instant, Action.CLUSTERING)
     assert not (base / ".hoodie" / "lock").exists()
-    pending = sorted(p.name for p in (base / ".hoodie").glob("*.rollback.*"))
-    assert len(pending) == 2, pending  # R.rollback.requested (our plan) and R.rollback.inflight
-    ours = pending[0].split(".")[0]
-    path = base / ".hoodie" / f"{ours}.rollback.requested"
+    pending = [f for f in instant_files(base) if f.action == "rollback"]
+    # R.rollback.requested (our plan) and R.rollback.inflight
+    assert [f.state for f in pending] == ["requested", "inflight"], instant_names(base)
+    ours = pending[0].time
+    path = pending[0].path
     assert all(r["logBlocksToBeDeleted"] == {} for r in decode_ocf(path.read_bytes(), str(path))["RollbackRequests"])
     # When Apache Hudi executes the plan: it first finishes the inflight attempt's rollback, with our rollback plan
     apache_hudi.run_clustering(base, "execute", options=table_service_options(writer(apache_hudi)),
                                instants=[instant])
     # Then our rollback instant completed (Hudi did not start another), it deleted the attempt's file, the plan
     # completed, and every row reads once
-    rollbacks = sorted(p.name for p in (base / ".hoodie").glob("[0-9]*.rollback*"))
-    assert rollbacks == [f"{ours}.rollback", f"{ours}.rollback.inflight", f"{ours}.rollback.requested"], rollbacks
+    rollbacks = [(f.time, f.state) for f in instant_files(base) if f.action == "rollback"]
+    assert rollbacks == [(ours, "requested"), (ours, "inflight"), (ours, "completed")], instant_names(base)
     assert not attempt.exists()
     assert clusterings(base) == [instant]
     assert events_by_key(apache_hudi.read(base)) == expected_events(batches)

@@ -1,12 +1,13 @@
 """The mission's scenario against real Apache Hudi (issue #14, must-show 1): a Structured Streaming query writing
 ``format("hudi")`` runs while a real ``hudi-clusterd run`` process clusters the same table beside it.
 
-Once per Hudi setup (0.15 and 1.2). The stream reads JSON-lines files dropped into its source folder, one file per
-micro-batch; each file inserts new keys and upserts earlier ones across three partitions, so the expected
-key → latest value map after every batch is known. The writer runs with the settings the README gives (OCC with
-the file-system lock, LAZY failed-writes cleaning, no metadata table, no clustering of its own, updates allowed
-into planned file groups). The daemon clusters every 3 commits. Afterwards Hudi's snapshot, incremental and
-time-travel queries, and hudi-rs, must all read exactly the expected rows.
+Once per Hudi setup (0.15; 1.2 on a version-6 table; 1.2 on a version-9 table). The stream reads JSON-lines files
+dropped into its source folder, one file per micro-batch; each file inserts new keys and upserts earlier ones
+across three partitions, so the expected key → latest value map after every batch is known. The writer runs with
+the settings the README gives (OCC with the file-system lock, LAZY failed-writes cleaning, no metadata table, no
+clustering of its own, updates allowed into planned file groups). The daemon clusters every 3 commits.
+Afterwards Hudi's snapshot, incremental and time-travel queries, and hudi-rs, must all read exactly the expected
+rows, and the table keeps the setup's version.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.harness.apache_hudi import HudiWorker, hudi_write_options
-from tests.harness.daemon_harness import DaemonProcess, wait_for, write_props
+from tests.harness.daemon_harness import (
+    DaemonProcess,
+    clusterings,
+    completed,
+    pending_clusterings,
+    table_version,
+    wait_for,
+    write_props,
+)
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.support import free_port
 
@@ -69,27 +78,6 @@ def by_key(rows: list[dict[str, Any]]) -> State:
     return out
 
 
-def completed(base: Path, action: str) -> list[str]:
-    return sorted(p.name.split(".")[0] for p in (base / ".hoodie").glob(f"*.{action}"))
-
-
-def clusterings(base: Path, *, empty: bool = False) -> list[str]:
-    """Completed clusterings that replaced file groups (``empty``: those that replaced nothing, having lost every
-    group to ingestion)."""
-    out = []
-    for t in completed(base, "replacecommit"):
-        meta = json.loads((base / ".hoodie" / f"{t}.replacecommit").read_text())
-        if meta.get("operationType") == "CLUSTER" and bool(meta.get("partitionToReplaceFileIds")) != empty:
-            out.append(t)
-    return out
-
-
-def pending_replacecommits(base: Path) -> list[str]:
-    done = set(completed(base, "replacecommit"))
-    return [t for t in (p.name.split(".")[0] for p in (base / ".hoodie").glob("*.replacecommit.requested"))
-            if t not in done]
-
-
 def drop_file(source: Path, staging: Path, number: int, rows: list[dict[str, Any]]) -> None:
     """Write the batch as JSON lines beside the source folder, then move it in whole."""
     staged = staging / f"batch-{number:03d}.json"
@@ -131,7 +119,8 @@ def test_streaming_ingestion_and_the_daemon_share_a_table(apache_hudi: HudiWorke
     daemon: DaemonProcess | None = None
     try:
         number = 0
-        while number < MIN_BATCHES or (len(clusterings(base)) < MIN_CLUSTERINGS and number < MAX_BATCHES):
+        while number < MIN_BATCHES or (
+                len(clusterings(base, replaced=True)) < MIN_CLUSTERINGS and number < MAX_BATCHES):
             rows = make_batch(number, rng, states[-1] if states else {})
             states.append(apply(states[-1] if states else {}, rows))
             drop_file(source, staging, number, rows)
@@ -148,7 +137,7 @@ def test_streaming_ingestion_and_the_daemon_share_a_table(apache_hudi: HudiWorke
         assert final["exception"] is None, final["exception"]
         assert daemon is not None
         # the daemon finishes what it planned (or gives it up on a conflict), then stops on SIGTERM
-        wait_for(lambda: not pending_replacecommits(base), 180, "no pending clustering", daemon.proc, interval=1)
+        wait_for(lambda: not pending_clusterings(base), 180, "no pending clustering", daemon.proc, interval=1)
         daemon.signal(signal.SIGTERM)
         assert daemon.wait(120) == 0, daemon.log_file.read_text()[-3000:]
     finally:
@@ -169,7 +158,7 @@ def test_streaming_ingestion_and_the_daemon_share_a_table(apache_hudi: HudiWorke
     assert not failures, "".join(failures[:10])
     assert len(completed(base, "commit")) == len(states)
     # At least 3 clusterings completed, and the daemon logged no error
-    done = clusterings(base)
+    done = clusterings(base, replaced=True)
     assert len(done) >= MIN_CLUSTERINGS, (done, len(states))
     # Apache Hudi deletes the lock file without checking its owner: its unlock() deletes it and then its close()
     # deletes it again (LockManager in 0.15; in 1.2 also TimeGeneratorBase.unlock(), run for every instant time
@@ -198,7 +187,8 @@ def test_streaming_ingestion_and_the_daemon_share_a_table(apache_hudi: HudiWorke
         assert by_key(rs) == states[at], ("hudi-rs", clustering, commit_of[at])
     # hudi-rs agrees with the snapshot
     assert by_key(hudi_rs_rows(base, ["id", "part", "val", "ts"], "id")) == expected
+    assert table_version(base) == apache_hudi.setup.table_version
     print(f"{apache_hudi.setup.name}: {len(states)} batches, {len(done)} clusterings "
-          f"(and {len(clusterings(base, empty=True))} that lost every group), {len(expected)} keys, "
+          f"(and {len(clusterings(base, replaced=False))} that lost every group), {len(expected)} keys, "
           f"{len(takeovers)} errors about a daemon lock deleted by Hudi, "
           f"stream and daemon {stream_seconds:.0f}s, total {time.monotonic() - started:.0f}s")

@@ -1,8 +1,9 @@
 """F14: what Apache Hudi's update strategies do to an upsert into a file group under a pending plan of ours.
 
-Each test runs once per Hudi setup. Hudi writes a table in three inserts (two new file groups each, in p1 and p2);
-``hudi-clusterd schedule --force`` plans them (one group per partition); then Hudi upserts keys of p1 while the
-plan is pending, and ``hudi-clusterd execute`` runs the plan.
+Each test runs once per Hudi setup. Hudi writes a table in three inserts (two new file groups each, in p1 and p2:
+a copy of the setup's ``events_table``, see ``conftest.py``); ``hudi-clusterd schedule --force`` plans them (one
+group per partition); then Hudi upserts keys of p1 while the plan is pending, and ``hudi-clusterd execute`` runs
+the plan.
 
 - Hudi's default ``SparkRejectUpdateStrategy`` fails the upsert (``HoodieClusteringUpdateException``).
 - ``SparkAllowUpdateStrategy`` with ``hoodie.clustering.rollback.pending.replacecommit.on.conflict=false`` lets the
@@ -20,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from tests.builders import EVENTS_SCHEMA, event_rows, events_by_key, expected_events
-from tests.harness.apache_hudi import HudiRequestError, HudiWorker, hudi_write_options
-from tests.harness.daemon_harness import clusterd, replacecommits
+from tests.builders import EVENTS_SCHEMA, events_by_key, expected_events
+from tests.harness.apache_hudi import HudiRequestError, HudiWorker, events_writer_options
+from tests.harness.daemon_harness import clusterd, clustering_plan_path, instant_names, replacecommits
 from tests.harness.hudi_rs_checks import hudi_rs_rows
-from tests.harness.hudi_versions import ALLOW_UPDATES_OPTIONS, HUDI_0_15, HUDI_1_2
+from tests.harness.hudi_versions import ALLOW_UPDATES_OPTIONS
 
 pytestmark = pytest.mark.hudi
 
@@ -37,10 +38,7 @@ RESOLUTION_STRATEGY = "hoodie.write.lock.conflict.resolution.strategy"
 
 def writer(apache_hudi: HudiWorker, **extra: str) -> dict[str, str]:
     """The writer settings, one new file group per insert per partition, and ``extra`` (dots as ``__``)."""
-    options = hudi_write_options(apache_hudi.setup, "events", record_key="id", partition_path="part",
-                                 precombine="ts", extra={"hoodie.parquet.small.file.limit": "0"})
-    options.update({k.replace("__", "."): v for k, v in extra.items()})
-    return options
+    return events_writer_options(apache_hudi.setup, {k.replace("__", "."): v for k, v in extra.items()})
 
 
 def causes(err: HudiRequestError) -> str:
@@ -53,16 +51,13 @@ def p1_updates(batches: list[list[dict[str, Any]]], tag: int) -> list[dict[str, 
 
 
 @pytest.fixture
-def planned(apache_hudi: HudiWorker, tmp_path: Path) -> tuple[Path, list[list[dict[str, Any]]], str]:
-    """Three inserts by Hudi, then a pending plan of ours over all six file groups."""
-    base = tmp_path / "events"
-    batches = [event_rows(b) for b in range(3)]
-    for batch in batches:
-        apache_hudi.write(batch, base, {**writer(apache_hudi), "hoodie.datasource.write.operation": "insert"},
-                          schema=EVENTS_SCHEMA)
+def planned(events_table: tuple[Path, list[list[dict[str, Any]]]]) -> tuple[Path, list[list[dict[str, Any]]], str]:
+    """Three inserts by Hudi (a copy of the setup's events table), then a pending plan of ours over all six file
+    groups."""
+    base, batches = events_table
     out = clusterd("schedule", "--base-path", str(base), "--force")
     instant = out.split("scheduled clustering ", 1)[1].split(":", 1)[0]
-    assert (base / ".hoodie" / f"{instant}.replacecommit.requested").exists()
+    assert clustering_plan_path(base, instant).exists(), instant_names(base)
     return base, batches, instant
 
 
@@ -74,14 +69,13 @@ def test_allow_strategy_with_simple_resolution(
     options = writer(apache_hudi, **ALLOW_UPDATES_OPTIONS)
     options[RESOLUTION_STRATEGY] = SIMPLE_RESOLUTION
     update = p1_updates(batches, 1)
-    if apache_hudi.setup is HUDI_0_15:
+    if apache_hudi.setup.hudi_version.startswith("0."):
         # Then Hudi 0.15 commits it: its OCC check only considers clustering plans requested after the write began
         apache_hudi.write(update, base, options, schema=EVENTS_SCHEMA)
         batches.append(update)
     else:
-        assert apache_hudi.setup is HUDI_1_2
-        # Then Hudi 1.2 fails it at its own commit: on a version-6 table it counts every pending clustering plan
-        # as a concurrent writer of the plan's file groups, whatever its instant time
+        # Then Hudi 1.2 fails it at its own commit: on a version-6 table, as on versions 8 and 9, it counts every
+        # pending clustering plan as a concurrent writer of the plan's file groups, whatever its instant time
         with pytest.raises(HudiRequestError) as err:
             apache_hudi.write(update, base, options, schema=EVENTS_SCHEMA)
         assert "HoodieWriteConflictException" in causes(err.value), causes(err.value)
