@@ -42,7 +42,7 @@ BATCHES, ROWS = 3, 12  # rows per batch; each batch is one commit
 
 
 def _hive_complex(ids: Sequence[int], v: int) -> pa.Table:
-    # no null elements inside arrays: Hudi's merge cannot write them (see README, writers beside the daemon)
+    # no null elements inside arrays: Hudi's merge cannot write them (see docs/writers.md)
     return pa.table({
         "id": pa.array(ids, pa.int64()),
         "name": [f"user {i % 5}" for i in ids],  # (id, name) is the key; name alone repeats

@@ -4,7 +4,7 @@
 Once per Hudi setup (0.15; 1.2 on a version-6 table; 1.2 on a version-9 table). The stream reads JSON-lines files
 dropped into its source folder, one file per micro-batch; each file inserts new keys and upserts earlier ones
 across three partitions, so the expected key → latest value map after every batch is known. The writer runs with
-the settings the README gives (OCC with the file-system lock, LAZY failed-writes cleaning, no metadata table, no
+the settings docs/writers.md gives (OCC with the file-system lock, LAZY failed-writes cleaning, no metadata table, no
 clustering of its own, updates allowed into planned file groups). The daemon clusters every 3 commits.
 Afterwards Hudi's snapshot, incremental and time-travel queries, and hudi-rs, must all read exactly the expected
 rows, and the table keeps the setup's version.

@@ -94,7 +94,7 @@ def test_reject_strategy_fails_the_upsert_and_allow_with_prefer_writer_lets_it_w
     assert "HoodieClusteringUpdateException" in causes(err.value), causes(err.value)
     assert "Not allowed to update the clustering file group" in causes(err.value)
     assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
-    # When Hudi upserts the same keys with the settings the README gives (SparkAllowUpdateStrategy, no rollback
+    # When Hudi upserts the same keys with the settings docs/writers.md gives (SparkAllowUpdateStrategy, no rollback
     # of pending clustering, PreferWriterConflictResolutionStrategy)
     apache_hudi.write(update, base, writer(apache_hudi, **ALLOW_UPDATES_OPTIONS), schema=EVENTS_SCHEMA)
     batches.append(update)
