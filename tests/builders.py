@@ -286,13 +286,22 @@ def write_and_cluster(spark: Any, base: Path, config: TableConfig, batches: Sequ
                       clustering: Mapping[str, str]) -> ClusteredTable:
     """Create the table, ``insert`` each batch as one commit with our Spark writer, then schedule and execute one
     clustering of every file group with the policy ``clustering`` (``make_policy`` keywords) on ``spark``."""
-    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
     from hudi_clusterd.engine.ingest.writer import insert
-    from hudi_clusterd.ops.execute import execute_pending
-    from hudi_clusterd.ops.schedule import schedule
 
     table = HoodieTable.create(str(base), config)
     commits = tuple(insert(spark, table, spark.createDataFrame(batch), parallelism=2) for batch in batches)
+    return cluster_every_group(spark, base, commits, pa.concat_tables(batches), clustering)
+
+
+def cluster_every_group(spark: Any, base: Path, commits: Sequence[str], rows: pa.Table,
+                        clustering: Mapping[str, str]) -> ClusteredTable:
+    """Schedule and execute one clustering of every file group of the table at ``base`` (whose ``commits`` wrote
+    ``rows``) with the policy ``clustering`` (``make_policy`` keywords) on ``spark``."""
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
+    from hudi_clusterd.ops.execute import execute_pending
+    from hudi_clusterd.ops.schedule import schedule
+
+    table = HoodieTable.open(str(base))
     policy = make_policy(**clustering)
     scheduled = schedule(table, policy, force=True)
     assert scheduled.instant is not None and scheduled.plan is not None, scheduled.reason
@@ -300,7 +309,7 @@ def write_and_cluster(spark: Any, base: Path, config: TableConfig, batches: Sequ
                              parallelism=policy.max_parallelism)
     assert result.outcome == "completed", result.message
     return ClusteredTable(
-        base, commits, result.instant, pa.concat_tables(batches), frozenset(scheduled.plan.group_ids()),
+        base, tuple(commits), result.instant, rows, frozenset(scheduled.plan.group_ids()),
         frozenset((ws.partition_path or "", ws.file_id) for ws in result.write_stats))
 
 

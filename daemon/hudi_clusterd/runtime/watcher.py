@@ -46,7 +46,7 @@ log = structlog.get_logger(__name__)
 WatchMode = Literal["events", "polling"]
 """``events``: the OS notification API (inotify on Linux); ``polling``: periodic directory snapshots."""
 
-INSTANT_FILE_RE: Final = re.compile(r"^\d{14,17}\..+")
+INSTANT_FILE_RE: Final = re.compile(r"^\d{14,17}(?:_\d{14,17})?\..+")  # (_<completion>: layout 2)
 """A timeline file name: a 14- to 17-digit instant time, a dot, then action and state."""
 
 # Events meaning "a file appeared or changed". Opened and closed-without-write are left out: they are reads,
@@ -70,7 +70,8 @@ _READS: Final = frozenset({EVENT_TYPE_OPENED, EVENT_TYPE_CLOSED_NO_WRITE})
 
 
 def is_instant_file_name(name: str) -> bool:
-    """True for a top-level timeline file name (``20240101000000000.replacecommit.requested``).
+    """True for a top-level timeline file name (``20240101000000000.replacecommit.requested``,
+    ``20240101000000000_20240101000000100.commit``).
 
     Temporary files (``*.tmp``), hidden files, ``hoodie.properties*`` and ``lock`` are not instants.
     """

@@ -18,7 +18,9 @@ from watchdog.events import (
     FileSystemEvent,
 )
 
+from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import ConfigError, TableError
+from hudi_clusterd.io.table import HoodieTable, timeline_folder
 from hudi_clusterd.runtime.watcher import (
     ConfigWatcher,
     Debouncer,
@@ -121,6 +123,21 @@ def test_timeline_watcher_new_instant_file_fires_on_change(tmp_path: Path) -> No
         assert watcher.mode == "events"
         # When a writer completes an instant
         (table / ".hoodie" / "20240101000000000.commit").write_text("{}")
+        # Then the daemon is woken
+        assert calls.wait_for(1)
+
+
+def test_timeline_watcher_on_a_version_9_table_watches_its_timeline_folder(tmp_path: Path) -> None:
+    # Given a version-9 table, whose instants live in .hoodie/timeline, and a watcher on its layout's folder
+    cfg = TableConfig.for_new_table(name="t", record_key_fields=["id"], table_version=9)
+    base = tmp_path / "t9"
+    HoodieTable.create(str(base), cfg)
+    folder = timeline_folder(str(base))
+    assert folder == ".hoodie/timeline"
+    calls = Calls()
+    with TimelineWatcher(str(base), calls, debounce=0.05, folder=folder):
+        # When a writer completes an instant (named by its completion time)
+        (base / folder / "20240101000000000_20240101000000100.commit").write_bytes(b"")
         # Then the daemon is woken
         assert calls.wait_for(1)
 
