@@ -3,10 +3,9 @@
 
 Each table shape is written once per session and table version (three commits, two partitions, tens of rows) and
 clustered once by our clustering (the ops API on the session's SparkSession), then shared: the read tests use it
-as it is, the write tests on a copy. Version-6 tables are written by our Spark writer, and shared by the Hudi 0.15
-and 1.2 setups that keep version 6; our writer creates no other version, so tables of versions 8 and 9 are written
-by Hudi 1.2 (the setup's worker, three inserts, one new file group per partition each) before our clustering. Every
-test runs once per Hudi setup on the session's shared worker, version 8 included.
+as it is, the write tests on a copy. Every table is written by our Spark writer at the setup's table version (6,
+8 or 9; the version-6 tables are shared by the Hudi 0.15 and 1.2 setups that keep version 6). Every test runs once
+per Hudi setup on the session's shared worker, version 8 included.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import pytest
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.io.avro_schema import META_FIELDS
 from hudi_clusterd.io.table import HoodieTable
-from tests.builders import ClusteredTable, golden_rows, make_policy, write_and_cluster
+from tests.builders import ClusteredTable, golden_rows, write_and_cluster
 from tests.harness.apache_hudi import HudiWorker, hudi_write_options
 from tests.harness.daemon_harness import commit_metadata, incremental_start, table_version
 from tests.harness.hudi_rs_checks import hudi_rs_rows
@@ -34,7 +33,6 @@ from tests.harness.hudi_versions import HudiSetup
 
 pytestmark = [pytest.mark.hudi, pytest.mark.hudi_v8]
 
-OUR_WRITER_VERSION = 6  # the table version our Spark writer creates
 
 UTC = dt.UTC
 T0 = dt.datetime(2024, 3, 1, tzinfo=UTC)
@@ -140,26 +138,6 @@ class OurTable:
         return self.clustered.base
 
 
-def cluster_hudis_table(spark: Any, base: Path, commits: Sequence[str], rows: pa.Table,
-                        clustering: Mapping[str, str]) -> ClusteredTable:
-    """Schedule and execute one clustering of every file group of a table Hudi wrote, as ``write_and_cluster``
-    does after our writer's commits."""
-    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
-    from hudi_clusterd.ops.execute import execute_pending
-    from hudi_clusterd.ops.schedule import schedule
-
-    table = HoodieTable.open(str(base))
-    policy = make_policy(**clustering)
-    scheduled = schedule(table, policy, force=True)
-    assert scheduled.instant is not None and scheduled.plan is not None, scheduled.reason
-    result = execute_pending(table, SparkGroupRunner(spark, owns_session=False), scheduled.instant,
-                             parallelism=policy.max_parallelism)
-    assert result.outcome == "completed", result.message
-    return ClusteredTable(
-        base, tuple(commits), result.instant, rows, frozenset(scheduled.plan.group_ids()),
-        frozenset((ws.partition_path or "", ws.file_id) for ws in result.write_stats))
-
-
 @pytest.fixture(scope="session")
 def our_table(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, HudiWorker], OurTable]:
     """Factory: the session's table of one shape at the table version of the worker's setup, written and clustered
@@ -175,19 +153,10 @@ def our_table(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Callable[
         shape, version = SHAPES[name], hudi.setup.table_version
         base = root / f"v{version}" / name
         batches = [shape.batch(b) for b in range(BATCHES)]
-        if version == OUR_WRITER_VERSION:
-            config = TableConfig.for_new_table(name=name, record_key_fields=shape.record_key,
-                                               partition_fields=shape.partition_by, hive_style=shape.hive_style,
-                                               precombine_field=shape.precombine)
-            clustered = write_and_cluster(spark, base, config, batches, shape.clustering)
-        else:
-            options = {**shape.hudi_options(hudi.setup, name, "SIMPLE"), "hoodie.datasource.write.operation": "insert",
-                       "hoodie.parquet.small.file.limit": "0"}  # each insert its own file groups, as ours makes
-            commits = []
-            for batch in batches:
-                [commit] = hudi.write(batch, base, options)
-                commits.append(commit.split(".", 1)[0])
-            clustered = cluster_hudis_table(spark, base, commits, pa.concat_tables(batches), shape.clustering)
+        config = TableConfig.for_new_table(name=name, record_key_fields=shape.record_key,
+                                           partition_fields=shape.partition_by, hive_style=shape.hive_style,
+                                           precombine_field=shape.precombine, table_version=version)
+        clustered = write_and_cluster(spark, base, config, batches, shape.clustering)
         assert table_version(base) == version
         table = HoodieTable.open(str(clustered.base))
         return OurTable(name, shape, clustered, snapshot(spark, table).toArrow(),
