@@ -6,17 +6,28 @@ On the reference dataset (``../shared/bench/gen.py``: 4M rows in 200 small files
 ``lat,lon``, target file size 8 MiB, the whole table one group, on ``local[2]`` with ``spark.driver.memory=1g``:
 
 * ``ours``: ``hudi-clusterd cluster --force --props P --spark-master local[2]``, a process of our venv (PySpark 4);
-* ``hudi``: Apache Hudi 0.15.0's ``CALL run_clustering(op => 'scheduleAndExecute')`` (plan strategy
+* ``hudi``: Apache Hudi's ``CALL run_clustering(op => 'scheduleAndExecute')`` (plan strategy
   ``SparkSizeBasedClusteringPlanStrategy``, execution strategy ``SparkSortAndSizeExecutionStrategy``) in a fresh
   ``tests/harness/hudi_worker.py`` process of the Hudi venv (PySpark 3.5.1, the Hudi bundle in ``spark.jars``);
-  the daemon never loads a Hudi jar;
+  the daemon never loads a Hudi jar; the Hudi release is the one of the table version (below);
 * ``spark`` (with ``--standalone``): plain Spark (our venv) on the same Hudi base files:
   ``repartitionByRange(n, lat, lon).sortWithinPartitions(lat, lon).write.parquet``, ``n = ceil(bytes / 8 MiB)``.
+
+``--table-version`` picks the table and Hudi's side (``hudi_setup``: one code path, the setup chosen by the
+version):
+
+* ``6`` (the default): a version-6 table (timeline layout 1), ``bench/data/hudi_events_<rows>_<files>``, against
+  Apache Hudi 0.15.0 (setup ``HUDI_0_15``);
+* ``9``: a version-9 table (timeline layout 2: instants in ``.hoodie/timeline/``) built by our ingestion,
+  ``bench/data/hudi_events_<rows>_<files>_v9``, against Apache Hudi 1.2.0 (setup ``HUDI_1_2_V9``, Hudi 1.2's
+  default table version; the same bundle jar and venv the interop tests use).
 
 Both clusterings get the same properties: ``hoodie.layout.optimize.strategy`` linear / z-order / hilbert,
 ``hoodie.layout.optimize.curve.build.method=sample`` (sample size 200,000), the same target size, small-file
 limit and group size; Hudi also gets the writer settings the project asks of writers beside the daemon
-(``tests/harness/hudi_versions.py``: no metadata table, optimistic concurrency with the file-system lock), its
+(``tests/harness/hudi_versions.py``: ``shared_table_writer_options(setup)``, no metadata table, optimistic
+concurrency with the file-system lock, passed through ``table_service_options``, which leaves out the writers'
+conflict-resolution strategy), its
 automatic clean and archive switched off (the daemon does neither), and by default our output codec, snappy
 (``--hudi-codec gzip``: Hudi's default).
 
@@ -28,8 +39,11 @@ Measured per case: wall seconds of the whole process (start to exit: JVM start, 
 commit, the stop), and for Hudi the ``run_clustering`` call alone and for ours the execute time it prints; CPU
 seconds of the case's process tree (from ``/proc``); the driver's peak RSS (its Python process + its Spark JVM,
 sampled every 50 ms); files out and the files-scanned ratio of the latest snapshot's base files afterwards
-(cross-checked against ``../shared/bench/layout.py``); rows in the output (checked against the input). The load
-average is recorded before and after the run and at every case.
+(cross-checked against ``../shared/bench/layout.py``); rows in the output (checked against the input); the
+instant files the clustering added (``check_clustered_table``: one clustering ``T``, requested and completed where
+the table version puts them, ``T.replacecommit.requested`` + ``T.replacecommit`` in ``.hoodie/`` on version 6,
+``T.clustering.requested`` + ``T_C.replacecommit`` in ``.hoodie/timeline/`` on version 9, and the table version
+unchanged). The load average is recorded before and after the run and at every case.
 
 ``--standalone 4g`` runs every case on a Spark standalone master and one worker (2 cores, this much memory)
 started on 127.0.0.1, one cluster per Spark version (ours from PySpark 4, Hudi's from the Hudi venv's PySpark
@@ -38,11 +52,12 @@ started on 127.0.0.1, one cluster per Spark version (ours from PySpark 4, Hudi's
 
     python bench/bench_vs_hudi.py                                   # 4M rows / 200 files, 3 rounds
     python bench/bench_vs_hudi.py --rows 400000 --files 20 --repeat 1   # quick check
+    python bench/bench_vs_hudi.py --table-version 9 --repeat 1      # a version-9 table against Hudi 1.2.0
     python bench/bench_vs_hudi.py --strategies hilbert --repeat 5
     python bench/bench_vs_hudi.py --memory-gb 2 --standalone 4g     # ours, Hudi's and plain Spark on ~2 GB
 
-Prints a table of medians and writes ``bench/out/vs_hudi.json``. Needs the Hudi cache of
-``python -m tests.harness.hudi_setup`` (venv + 0.15.0 bundle).
+Prints a table of medians and writes ``bench/out/vs_hudi.json`` (``vs_hudi_v9.json`` with ``--table-version 9``).
+Needs the Hudi cache of ``python -m tests.harness.hudi_setup`` (venv + the 0.15.0 and 1.2.0 bundles).
 """
 
 from __future__ import annotations
@@ -78,6 +93,7 @@ from benchlib import (
     RssPeaks,
     ensure_dataset,
     hudi_base_files,
+    hudi_table_cache,
     layout_figures,
     load_info,
     load_module,
@@ -96,11 +112,27 @@ HUDI_PLAN_STRATEGY = "org.apache.hudi.client.clustering.plan.strategy.SparkSizeB
 SORT_COLUMNS_KEY = "hoodie.clustering.plan.strategy.sort.columns"
 WARM_UP_ROWS, WARM_UP_FILES = 100_000, 5
 CASE_TIMEOUT_S = 3600.0
-LABELS = {
-    "ours": "ours: hudi-clusterd cluster --force",
-    "hudi": "Apache Hudi 0.15.0 run_clustering (SparkSortAndSizeExecutionStrategy)",
-    "spark": "plain Spark on the Hudi base files (repartitionByRange + sortWithinPartitions + write)",
-}
+TABLE_VERSIONS = (6, 9)  # the table the cases cluster; it picks Hudi's side (hudi_setup)
+
+
+def hudi_setup(table_version: int) -> Any:
+    """The Apache Hudi setup (``tests/harness/hudi_versions.py``) run against a table of ``table_version``:
+    Hudi 0.15.0 on version 6, Hudi 1.2.0 on version 9 (its default: timeline layout 2)."""
+    from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_2_V9
+
+    setups = {6: HUDI_0_15, 9: HUDI_1_2_V9}
+    if table_version not in setups:
+        raise SystemExit(f"--table-version {table_version}: known {', '.join(map(str, setups))}")
+    return setups[table_version]
+
+
+def labels(setup: Any) -> dict[str, str]:
+    return {
+        "ours": f"ours: hudi-clusterd cluster --force (table version {setup.table_version})",
+        "hudi": f"Apache Hudi {setup.hudi_version} run_clustering (SparkSortAndSizeExecutionStrategy, table version "
+                f"{setup.table_version})",
+        "spark": "plain Spark on the Hudi base files (repartitionByRange + sortWithinPartitions + write)",
+    }
 
 # The Hudi table is loaded in a child process (with its own Spark JVM), so that no JVM of this process stays
 # alive beside the measured ones.
@@ -112,8 +144,8 @@ from benchlib import ensure_hudi_table, source_files
 from hudi_clusterd.engine.session import get_or_create_session
 spark = get_or_create_session("local[2]", app_name="bench-vs-hudi-ingest", conf={"spark.driver.memory": "1g"})
 spark.sparkContext.setLogLevel("ERROR")
-for source, cache in zip(sys.argv[2::2], sys.argv[3::2]):
-    ensure_hudi_table(spark, source_files(Path(source)), Path(cache))
+for source, cache in zip(sys.argv[3::2], sys.argv[4::2]):
+    ensure_hudi_table(spark, source_files(Path(source)), Path(cache), table_version=int(sys.argv[2]))
 spark.stop()
 """
 
@@ -134,14 +166,15 @@ spark.stop()
 # --- the inputs -----------------------------------------------------------------------------------------------
 
 
-def ensure_tables(pairs: Sequence[tuple[Path, Path]]) -> None:
-    """Each source folder loaded into its Hudi table (one bulk_insert commit per file) unless cached."""
+def ensure_tables(pairs: Sequence[tuple[Path, Path]], table_version: int) -> None:
+    """Each source folder loaded into its Hudi table of ``table_version`` (one bulk_insert commit per file, by our
+    ingestion) unless cached."""
     from hudi_clusterd.io.table import HoodieTable
 
     todo = [(s, c) for s, c in pairs if not HoodieTable.exists(str(c))]
     if not todo:
         return
-    argv = [sys.executable, "-c", _INGEST_CHILD, str(Path(__file__).resolve().parent)]
+    argv = [sys.executable, "-c", _INGEST_CHILD, str(Path(__file__).resolve().parent), str(table_version)]
     for source, cache in todo:
         argv += [str(source), str(cache)]
     subprocess.run(argv, check=True, env=child_env())
@@ -167,13 +200,14 @@ def clustering_props(strategy: str, sample_size: int) -> dict[str, str]:
     }
 
 
-def hudi_options(strategy: str, sample_size: int, codec: str) -> dict[str, str]:
-    """Hudi's procedure options: the same properties but the sort columns (passed as the procedure's ``order``)."""
-    from tests.harness.hudi_versions import HUDI_0_15, shared_table_writer_options, table_service_options
+def hudi_options(strategy: str, sample_size: int, codec: str, setup: Any) -> dict[str, str]:
+    """Hudi's procedure options: the same properties but the sort columns (passed as the procedure's ``order``),
+    with the writer settings of ``setup`` (its table version's options too) as a table service takes them."""
+    from tests.harness.hudi_versions import shared_table_writer_options, table_service_options
 
     same = {k: v for k, v in clustering_props(strategy, sample_size).items() if k != SORT_COLUMNS_KEY}
     return {
-        **table_service_options(shared_table_writer_options(HUDI_0_15)),
+        **table_service_options(shared_table_writer_options(setup)),
         **same,
         "hoodie.clustering.plan.strategy.class": HUDI_PLAN_STRATEGY,
         "hoodie.clustering.execution.strategy.class": HUDI_EXECUTION_STRATEGY,
@@ -199,6 +233,49 @@ def fresh_cached_copy(src: Path, dst: Path) -> Path:
 
 def parquet_rows(paths: Sequence[str]) -> int:
     return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+
+
+_INSTANT_FILE = re.compile(r"^(\d+)(?:_(\d+))?\.([a-z]+)(?:\.(requested|inflight))?$")
+
+
+def instant_files(base: Path) -> dict[str, list[str]]:
+    """Instant file names, by folder: ``.hoodie/`` (layout 1) and ``.hoodie/timeline/`` (layout 2)."""
+    out: dict[str, list[str]] = {}
+    for key, folder in (("hoodie", base / ".hoodie"), ("timeline", base / ".hoodie" / "timeline")):
+        names = [p.name for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
+        out[key] = sorted(n for n in names if _INSTANT_FILE.match(n))
+    return out
+
+
+def check_clustered_table(base: Path, before: Mapping[str, Sequence[str]], table_version: int) -> dict[str, Any]:
+    """The instant files the clustering added, where the table version puts them: one clustering ``T`` requested
+    and completed, ``T.replacecommit.requested`` + ``T.replacecommit`` in ``.hoodie/`` on version 6 (layout 1),
+    ``T.clustering.requested`` + ``T_C.replacecommit`` in ``.hoodie/timeline/`` on versions 8 and 9 (layout 2),
+    nothing added in the other folder; and ``hoodie.table.version`` unchanged."""
+    from tests.harness.apache_hudi import read_hoodie_properties
+
+    layout2 = table_version >= 8
+    where, other = ("timeline", "hoodie") if layout2 else ("hoodie", "timeline")
+    after = instant_files(base)
+    added = [n for n in after[where] if n not in set(before[where])]
+    stray = [n for n in after[other] if n not in set(before[other])]
+    problems: list[str] = []
+    completed = [m for m in map(_INSTANT_FILE.match, added)
+                 if m and m.group(3) == "replacecommit" and m.group(4) is None and (m.group(2) is not None) == layout2]
+    instant = completed[0].group(1) if len(completed) == 1 else None
+    if instant is None:
+        problems.append(f"expected one completed replacecommit in .hoodie/{'timeline/' if layout2 else ''}, "
+                        f"found {[m.group(0) for m in completed]}")
+    else:
+        requested = f"{instant}.clustering.requested" if layout2 else f"{instant}.replacecommit.requested"
+        if requested not in added:
+            problems.append(f"no {requested}")
+    if stray:
+        problems.append(f"instant files added to .hoodie/{'' if layout2 else 'timeline/'}: {stray}")
+    version = read_hoodie_properties(base).get("hoodie.table.version")
+    if version != str(table_version):
+        problems.append(f"hoodie.table.version is {version}, not {table_version}")
+    return {"instant": instant, "added": added, "table_version": version, "ok": not problems, "problems": problems}
 
 
 # --- the cases ------------------------------------------------------------------------------------------------
@@ -228,6 +305,7 @@ class Setting:
     hudi_codec: str
     sample_size: int
     work: Path
+    setup: Any  # the Hudi setup of the table version (hudi_setup)
 
 
 def ours_command() -> list[str]:
@@ -286,7 +364,7 @@ def run_hudi(table: Path, strategy: str, s: Setting, installation: Any) -> tuple
     try:
         started = time.perf_counter()
         rows = worker.run_clustering(table, "scheduleAndExecute",
-                                     options=hudi_options(strategy, s.sample_size, s.hudi_codec),
+                                     options=hudi_options(strategy, s.sample_size, s.hudi_codec, s.setup),
                                      order=COLUMNS, timeout=CASE_TIMEOUT_S)
         called = time.perf_counter()
     finally:
@@ -321,6 +399,7 @@ def run_case(system: str, strategy: str, cache: Path, s: Setting, meter: CpuMete
                     pass
     else:
         fresh_cached_copy(cache, dst)
+        before = instant_files(dst)
     load1 = os.getloadavg()[0]
     cpu_start = meter.seconds()
     with sample_rss(child=True) as rss:
@@ -334,6 +413,10 @@ def run_case(system: str, strategy: str, cache: Path, s: Setting, meter: CpuMete
     cpu = cpu_end - cpu_start if cpu_start is not None and cpu_end is not None else None
     files = [str(p) for p in sorted(dst.glob("*.parquet"))] if system == "spark" else hudi_base_files(dst)
     layout = layout_figures(files, reference)
+    if system != "spark":
+        extra["timeline"] = check_clustered_table(dst, before, s.setup.table_version)
+        if not extra["timeline"]["ok"]:
+            say(f"  WARNING: {system} {strategy}: {'; '.join(extra['timeline']['problems'])}")
     run = Run(system, strategy, seconds, call, cpu, files, parquet_rows(files), rss, load1, layout, extra)
     shutil.rmtree(dst, ignore_errors=True)
     return run
@@ -366,11 +449,11 @@ def _fmt(value: float | None, spec: str = ".1f") -> str:
     return "—" if value is None else format(value, spec)
 
 
-def summarize(runs: Sequence[Run], expected_rows: int) -> dict[str, dict[str, Any]]:
+def summarize(runs: Sequence[Run], expected_rows: int, names: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for run in runs:
         key = f"{run.system}/{run.strategy}"
-        entry = out.setdefault(key, {"system": run.system, "strategy": run.strategy, "label": LABELS[run.system],
+        entry = out.setdefault(key, {"system": run.system, "strategy": run.strategy, "label": names[run.system],
                                      "runs": []})
         entry["runs"].append(run)
     for entry in out.values():
@@ -389,6 +472,7 @@ def summarize(runs: Sequence[Run], expected_rows: int) -> dict[str, dict[str, An
             "files_scanned_per_run": [r.layout["files_scanned_ratio"] for r in rs],
             "rows_out": [r.rows for r in rs],
             "rows_ok": all(r.rows == expected_rows for r in rs),
+            "timeline_ok": all(r.extra.get("timeline", {}).get("ok", True) for r in rs),
             "peak_driver_rss_mib": round(peak / MIB, 1),
             "peak_rss": [r.rss.to_dict() for r in rs],
             "load1_at_start": [round(r.load1, 2) for r in rs],
@@ -407,25 +491,32 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def print_tables(results: Mapping[str, Mapping[str, Any]], strategies: Sequence[str], repeat: int) -> dict[str, Any]:
+def print_tables(results: Mapping[str, Mapping[str, Any]], strategies: Sequence[str], repeat: int, setup: Any
+                 ) -> dict[str, Any]:
+    hudi = f"Hudi {setup.hudi_version}"
+    shown = {"ours": "ours", "hudi": hudi, "spark": "plain Spark"}
+    say(f"\ntable version {setup.table_version} (timeline layout {setup.timeline_layout_version}); {hudi}: Apache "
+        f"Hudi's run_clustering, setup {setup.name}")
     say(f"\n| strategy | system | wall s (median of {repeat}) | min s | clustering call s | CPU s | files out "
-        "| files-scanned ratio | driver peak RSS MiB | load (1 min) |")
-    say("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        "| files-scanned ratio | driver peak RSS MiB | load (1 min) | rows, timeline |")
+    say("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in results.values():
-        say(f"| {r['strategy']} | {r['system']} | {_fmt(r['median_s'])} | {_fmt(r['min_s'])} "
+        checks = "ok" if r["rows_ok"] and r["timeline_ok"] else (
+            f"{'rows ok' if r['rows_ok'] else 'ROWS WRONG'}, {'timeline ok' if r['timeline_ok'] else 'TIMELINE WRONG'}")
+        say(f"| {r['strategy']} | {shown[r['system']]} | {_fmt(r['median_s'])} | {_fmt(r['min_s'])} "
             f"| {_fmt(r['median_call_s'])} | {_fmt(r['median_cpu_s'])} | {r['layout']['files']} "
             f"| {r['layout']['files_scanned_ratio']:.3f} | {r['peak_driver_rss_mib']:.0f} "
-            f"| {_fmt(median(r['load1_at_start']))} |")
+            f"| {_fmt(median(r['load1_at_start']))} | {checks} |")
     say("\nwhere the wall time goes (medians): ours: start + plan | Spark start + execute | exit; "
         "Hudi: start (JVM, session) | run_clustering | stop")
     for r in results.values():
         if r["median_phases_s"]:
-            say(f"  {r['strategy']} {r['system']}: " + " | ".join(f"{k.removesuffix('_s')} {_fmt(v)}"
+            say(f"  {r['strategy']} {shown[r['system']]}: " + " | ".join(f"{k.removesuffix('_s')} {_fmt(v)}"
                                                                    for k, v in r["median_phases_s"].items()))
     verdict: dict[str, Any] = {}
     if not all(f"{x}/{st}" in results for st in strategies for x in ("ours", "hudi")):
         return verdict
-    say("\n| strategy | wall ours / Hudi | CPU ours / Hudi | files-scanned ours vs Hudi | goal |")
+    say(f"\n| strategy | wall ours / {hudi} | CPU ours / {hudi} | files-scanned ours vs {hudi} | goal |")
     say("| --- | ---: | ---: | --- | --- |")
     for st in strategies:
         ours, hudi = results[f"ours/{st}"], results[f"hudi/{st}"]
@@ -443,12 +534,18 @@ def print_tables(results: Mapping[str, Mapping[str, Any]], strategies: Sequence[
 # --- main -----------------------------------------------------------------------------------------------------
 
 
+def out_suffix(table_version: int) -> str:
+    """Table version 6 writes ``vs_hudi.json`` (and works in ``vs-hudi/``), version 9 ``vs_hudi_v9.json``."""
+    return "" if table_version == 6 else f"_v{table_version}"
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from tests.harness.apache_hudi import HudiUnavailableError, locate
-    from tests.harness.hudi_versions import HUDI_0_15
 
+    setup = hudi_setup(args.table_version)
+    names = labels(setup)
     try:
-        installation = locate(HUDI_0_15)
+        installation = locate(setup)
     except HudiUnavailableError as exc:
         raise SystemExit(str(exc)) from None
     shared = args.shared.resolve()
@@ -456,15 +553,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     source_dir = ensure_dataset(shared, args.data, args.rows, args.files)
     warm_dir = ensure_dataset(shared, args.data, WARM_UP_ROWS, WARM_UP_FILES)
     input_bytes = total_bytes(source_files(source_dir))
-    cache = args.data / f"hudi_events_{args.rows}_{args.files}"
-    warm_cache = args.data / f"hudi_events_{WARM_UP_ROWS}_{WARM_UP_FILES}"
-    ensure_tables([(warm_dir, warm_cache), (source_dir, cache)])
+    cache = hudi_table_cache(args.data, args.rows, args.files, args.table_version)
+    warm_cache = hudi_table_cache(args.data, WARM_UP_ROWS, WARM_UP_FILES, args.table_version)
+    ensure_tables([(warm_dir, warm_cache), (source_dir, cache)], args.table_version)
     hudi_files = hudi_base_files(cache)
     hudi_bytes = total_bytes(hudi_files)
     n = max(1, math.ceil(hudi_bytes / TARGET_BYTES))
-    say(f"input: {args.rows:,} rows in {args.files} files ({input_bytes / MIB:.0f} MiB); Hudi table {cache}: "
-        f"{len(hudi_files)} base files, {hudi_bytes / MIB:.0f} MiB")
-    work = args.out / "vs-hudi"
+    say(f"input: {args.rows:,} rows in {args.files} files ({input_bytes / MIB:.0f} MiB); Hudi table {cache} "
+        f"(table version {args.table_version}): {len(hudi_files)} base files, {hudi_bytes / MIB:.0f} MiB; "
+        f"Hudi's side: Apache Hudi {setup.hudi_version} ({setup.name})")
+    work = args.out / ("vs-hudi" + out_suffix(args.table_version))
     work.mkdir(parents=True, exist_ok=True)
     conf = {"spark.sql.shuffle.partitions": str(n)}
     for item in args.conf:
@@ -472,7 +570,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not sep:
             raise SystemExit(f"--conf {item}: expected KEY=VALUE")
         conf[key.strip()] = value.strip()
-    setting = Setting(args.master, conf, args.master, args.driver_memory, args.hudi_codec, args.sample_size, work)
+    setting = Setting(args.master, conf, args.master, args.driver_memory, args.hudi_codec, args.sample_size, work,
+                      setup)
     systems = [x for x in args.systems.split(",") if x]
     strategies = [x for x in args.strategies.split(",") if x]
     for name, known, given in (("system", SYSTEMS, systems), ("strategy", STRATEGIES, strategies)):
@@ -515,23 +614,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"{run_.rss.driver / MIB:.0f} MiB (load {run_.load1:.1f})")
             if run_.rows != args.rows:
                 say(f"  WARNING: {system} {strategy} left {run_.rows:,} rows, expected {args.rows:,}")
-            partial = {"done": len(runs), "load": load_info(), "cases": summarize(runs, args.rows)}
-            (args.out / "vs_hudi.partial.json").write_text(json.dumps(partial, indent=2) + "\n")
+            partial = {"done": len(runs), "load": load_info(), "cases": summarize(runs, args.rows, names)}
+            (args.out / f"vs_hudi{out_suffix(args.table_version)}.partial.json").write_text(
+                json.dumps(partial, indent=2) + "\n")
         load_after = load_info()
         meter.close()
-    results = summarize(runs, args.rows)
+    results = summarize(runs, args.rows, names)
     say(f"\nrows={args.rows:,} files={args.files} source={input_bytes / MIB:.0f} MiB hudi table={hudi_bytes / MIB:.0f} "
-        f"MiB target=8 MiB master={setting.master} driver.memory={args.driver_memory} Hudi codec={args.hudi_codec}; "
+        f"MiB table version {args.table_version}, Apache Hudi {setup.hudi_version} target=8 MiB "
+        f"master={setting.master} driver.memory={args.driver_memory} Hudi codec={args.hudi_codec}; "
         f"load before {load_before['loadavg']} after {load_after['loadavg']} on {load_after['cpus']} cpus")
-    verdict = print_tables(results, strategies, args.repeat)
+    verdict = print_tables(results, strategies, args.repeat, setup)
     return {
-        "config": {"rows": args.rows, "input_files": args.files, "input_bytes": input_bytes,
+        "config": {"table_version": args.table_version, "hudi_setup": setup.name, "hudi_version": setup.hudi_version,
+                   "timeline_layout": setup.timeline_layout_version, "hudi_table": str(cache),
+                   "rows": args.rows, "input_files": args.files, "input_bytes": input_bytes,
                    "hudi_table_bytes": hudi_bytes, "hudi_base_files": len(hudi_files), "target_bytes": TARGET_BYTES,
                    "sample_size": args.sample_size, "master": args.master, "standalone": args.standalone,
                    "executor_memory": args.executor_memory if args.standalone else None,
                    "driver_memory": args.driver_memory, "spark_conf": setting.conf, "hudi_codec": args.hudi_codec,
                    "repeat": args.repeat, "systems": systems, "strategies": strategies,
-                   "hudi_options": {st: hudi_options(st, args.sample_size, args.hudi_codec) for st in strategies},
+                   "hudi_options": {st: hudi_options(st, args.sample_size, args.hudi_codec, setup)
+                                    for st in strategies},
                    "ours_props": {st: clustering_props(st, args.sample_size) for st in strategies},
                    "python": platform.python_version()},
         "load_before": load_before, "load_after": load_after,
@@ -548,6 +652,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="size the input to about this many GB instead (2 -> 34.4M rows in 400 files)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; figures are medians")
     parser.add_argument("--strategies", default="linear,zorder,hilbert", help=f"from {','.join(STRATEGIES)}")
+    parser.add_argument("--table-version", type=int, choices=TABLE_VERSIONS, default=6,
+                        help="the table clustered, built by our ingestion: 6 (against Apache Hudi 0.15.0) or 9 "
+                             "(timeline layout 2, against Apache Hudi 1.2.0)")
     parser.add_argument("--systems", default=None,
                         help="from ours,hudi,spark (default ours,hudi; with --standalone ours,hudi,spark)")
     parser.add_argument("--hudi-codec", default="snappy",
@@ -574,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
     args.systems = args.systems or ("ours,hudi,spark" if args.standalone else "ours,hudi")
     result = run(args)
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "vs_hudi.json"
+    path = args.out / f"vs_hudi{out_suffix(args.table_version)}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     say(f"\nwrote {path}")
     return 0

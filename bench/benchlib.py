@@ -75,15 +75,28 @@ def source_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.parquet"))
 
 
-def ensure_hudi_table(spark: Any, sources: Sequence[Path], cache: Path) -> Path:
-    """A Hudi table with one bulk_insert commit per source file, built once (into ``<cache>.partial``, then
-    renamed, so an interrupted ingestion is never mistaken for a finished one)."""
+def hudi_table_cache(data: Path, rows: int, files: int, table_version: int = 6) -> Path:
+    """Where the Hudi table of ``events_<rows>_<files>`` is cached: ``hudi_events_<rows>_<files>`` for table
+    version 6, ``hudi_events_<rows>_<files>_v<version>`` for the others."""
+    suffix = "" if table_version == 6 else f"_v{table_version}"
+    return data / f"hudi_events_{rows}_{files}{suffix}"
+
+
+def ensure_hudi_table(spark: Any, sources: Sequence[Path], cache: Path, table_version: int = 6) -> Path:
+    """A Hudi table of ``table_version`` (6, 8 or 9) with one bulk_insert commit per source file, built once by our
+    ingestion (into ``<cache>.partial``, then renamed, so an interrupted ingestion is never mistaken for a finished
+    one). A cached table of another version is an error, not a table to reuse."""
     if HoodieTable.exists(str(cache)):
+        found = HoodieTable.open(str(cache)).config.version
+        if found != table_version:
+            raise SystemExit(f"{cache} is a table of version {found}, not {table_version}; remove it or use another "
+                             "cache folder")
         return cache
     partial = cache.with_name(cache.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    table = HoodieTable.create(str(partial), TableConfig.for_new_table(name="events", record_key_fields=["event_id"]))
-    say(f"ingesting {len(sources)} files into {cache} (one commit per file) ...")
+    config = TableConfig.for_new_table(name="events", record_key_fields=["event_id"], table_version=table_version)
+    table = HoodieTable.create(str(partial), config)
+    say(f"ingesting {len(sources)} files into {cache} (table version {table_version}, one commit per file) ...")
     start = time.perf_counter()
     for k, path in enumerate(sources, 1):
         insert(spark, table, spark.read.parquet(str(path)), operation="bulk_insert")
