@@ -338,5 +338,6 @@ def test_daemon_run_once_serves_healthy_table_when_other_is_broken(tmp_path: Pat
     assert [e["event"] for e in errors] == ["tick failed"] and "a_broken" in errors[0]["error"]
     assert len(completed_clusterings(healthy.base)) == 1
     assert without_file_name(hudi_rs_rows(healthy.base)) == before
-    assert completed_clusterings(broken.base) == []
+    # (the broken table's properties may be unreadable: its completed instant files tell, in either layout)
+    assert not [p.name for p in broken.base.glob(".hoodie/**/*.replacecommit")]
     assert_no_orphan_files(healthy.base, at_rest=True)
