@@ -148,7 +148,8 @@ def scheduled_plan(tmp_path: Path, table_version: int = 6
     for i in range(4):
         gen.commit({"p1": [float(i)], "p2": [float(i)]})
     scheduled = schedule(gen.table, make_policy(), force=True, claim_with=Ownership())
-    assert scheduled.pending is not None
+    assert scheduled.pending is not None and scheduled.claim is not None
+    scheduled.claim.heartbeat.stop(delete=False)  # (its beats would outlive the test; the file stays)
     t, plan = scheduled.pending.time, scheduled.pending.plan
     assert [g.group_ids()[0][0] for g in plan.input_groups] == ["p1", "p2"]
     stats = [[clustering_output_file(gen.table, t, group.group_ids()[0][0], f"{n:04d}aaaa")]
