@@ -43,6 +43,11 @@ class BloomFilterError(TableError):
     """A bloom filter cannot be built, or a footer's filter cannot be decoded (the message says which part)."""
 
 
+class MetadataTableError(TableError):
+    """A metadata-table file (log file, log block, HFile) cannot be decoded, or the records given cannot be
+    written in Hudi's format (the message names the file and, for damage, the offset)."""
+
+
 class TimelineError(ClusterdError):
     """The timeline is inconsistent (a bad instant name, a transition from a missing state)."""
 

@@ -1,0 +1,1 @@
+"""Apache Hudi metadata-table (MDT) file formats: log blocks and HFiles."""
