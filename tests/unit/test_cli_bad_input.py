@@ -8,7 +8,7 @@ import pytest
 
 from hudi_clusterd.cli import main
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.errors import UnsupportedTableError
+from hudi_clusterd.errors import TableError, UnsupportedTableError
 from hudi_clusterd.exit_codes import EXIT_CONFIG
 from tests.builders import TableGen
 
@@ -74,15 +74,19 @@ def test_status_other_table_format_refused_clearly(golden_copy, capsys) -> None:
     assert "hoodie.table.format=iceberg is not supported" in _status_error(capsys, base)
 
 
-def test_write_refused_on_table_with_metadata_table_says_how_to_disable(golden_copy) -> None:  # type: ignore[no-untyped-def]
+def test_own_writer_refuses_a_table_with_a_metadata_table_and_clustering_a_missing_one(golden_copy) -> None:  # type: ignore[no-untyped-def]
     base = golden_copy(OVERWRITE)
     props = base / ".hoodie/hoodie.properties"
     props.write_text(props.read_text() + "hoodie.table.metadata.partitions=files\n")
     from hudi_clusterd.io.table import HoodieTable
 
     table = HoodieTable.open(str(base))  # reading is fine
-    with pytest.raises(UnsupportedTableError, match=r"hoodie\.metadata\.enable=false"):
+    # our ingestion does not keep a metadata table: it refuses, naming the key and what to do
+    with pytest.raises(UnsupportedTableError, match=r"hoodie\.table\.metadata\.partitions=files.*Apache Hudi's writer"):
         table.config.check_writable(str(props))
+    # clustering keeps one, but this table declares a metadata table that is not there
+    with pytest.raises(TableError, match=r"\.hoodie/metadata/\.hoodie/hoodie\.properties: missing"):
+        table.check_clusterable()
 
 
 def test_for_new_table_checksum_matches_hudi() -> None:

@@ -32,6 +32,7 @@ class Operation:
     INSERT_OVERWRITE_TABLE = "INSERT_OVERWRITE_TABLE"
     DELETE_PARTITION = "DELETE_PARTITION"
     CLUSTER = "CLUSTER"
+    UPSERT_PREPPED = "UPSERT_PREPPED"
     COMPACT = "COMPACT"
     UNKNOWN = "UNKNOWN"
 
@@ -69,9 +70,15 @@ class WriteStat:
     min_event_time: int | None = None
     max_event_time: int | None = None
     runtime_stats: RuntimeStats | None = None
+    # a log-file write (HoodieDeltaWriteStat): the log file's version and start offset, the slice's base file
+    # ("" when it has none) and the log files written
+    log_version: int | None = None
+    log_offset: int | None = None
+    base_file: str | None = None
+    log_files: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "fileId": self.file_id,
             "path": self.path,
             "cdcStats": None,
@@ -96,6 +103,10 @@ class WriteStat:
             "maxEventTime": self.max_event_time,
             "runtimeStats": self.runtime_stats.to_json() if self.runtime_stats else None,
         }
+        if self.log_files is not None:
+            out.update(logVersion=self.log_version or 0, logOffset=self.log_offset or 0,
+                       baseFile=self.base_file or "", logFiles=list(self.log_files))
+        return out
 
     def to_avro(self) -> dict[str, Any]:
         """The 1.x ``HoodieWriteStat`` Avro record, every field in schema order: the counters we do not track
@@ -118,10 +129,10 @@ class WriteStat:
             "totalCorruptLogBlock": 0,
             "totalRollbackBlocks": 0,
             "fileSizeInBytes": self.file_size_in_bytes,
-            "logVersion": None,
-            "logOffset": None,
-            "baseFile": None,
-            "logFiles": None,
+            "logVersion": self.log_version,
+            "logOffset": self.log_offset,
+            "baseFile": self.base_file,
+            "logFiles": None if self.log_files is None else list(self.log_files),
             "cdcStats": None,
             "prevBaseFile": None,
             "minEventTime": self.min_event_time,
@@ -156,6 +167,10 @@ class WriteStat:
                 int(rs.get("totalScanTime") or 0), int(rs.get("totalUpsertTime") or 0),
                 int(rs.get("totalCreateTime") or 0),
             ) if isinstance(rs, Mapping) else None,
+            log_version=_opt_int(d, "logVersion"),
+            log_offset=_opt_int(d, "logOffset"),
+            base_file=_opt_str(d, "baseFile"),
+            log_files=None if d.get("logFiles") is None else tuple(str(f) for f in d["logFiles"]),
         )
 
 

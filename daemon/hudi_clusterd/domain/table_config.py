@@ -226,16 +226,17 @@ class TableConfig:
         if self.base_file_format != "PARQUET":
             raise UnsupportedTableError(f"{source}: {BASE_FILE_FORMAT}={self.base_file_format}: only PARQUET")
 
-    def check_writable(self, source: str) -> None:
-        """Refuse writes our commits would leave inconsistent (the metadata table is not maintained by us)."""
+    def check_writable(self, source: str, *, keeps_metadata_table: bool = False) -> None:
+        """Refuse writes our commits would leave inconsistent. A writer that does not keep the metadata table
+        true (``keeps_metadata_table=False``: our ingestion) refuses a table that has one; clustering keeps it
+        (``hudi_clusterd.io.metadata`` decides what it can keep)."""
         self.check_readable(source)
-        if self.metadata_partitions:
+        if self.metadata_partitions and not keeps_metadata_table:
             raise UnsupportedTableError(
                 f"{source}: the table has a metadata table ({METADATA_PARTITIONS}="
-                f"{','.join(self.metadata_partitions)}); hudi-clusterd does not update it, so its commits would "
-                "make writers that use it miss files. Disable it first: run one write from Hudi with "
-                "hoodie.metadata.enable=false (Hudi then deletes .hoodie/metadata and clears this key), and keep "
-                "hoodie.metadata.enable=false on every writer"
+                f"{','.join(self.metadata_partitions)}); hudi-clusterd's own writer does not update it (its "
+                "clustering does). Write to this table with Apache Hudi's writer, or create the table with "
+                "hudi-clusterd ingest (which leaves the metadata table off)"
             )
         if self.raw.get(DROP_PARTITION_COLUMNS, "false").strip().lower() == "true":
             raise UnsupportedTableError(f"{source}: {DROP_PARTITION_COLUMNS}=true is not supported")

@@ -194,6 +194,11 @@ def _rollback_locked(table: HoodieTable, instant_time: str, action: Action,
     if not store.exists(rollback.with_state(State.INFLIGHT)):
         store.create(rollback.with_state(State.INFLIGHT), b"")
     log.info("rolling back", instant=str(target), rollback=rollback.time, files=len(ordered), resumed=resumed)
+    mdt = table.metadata_table()
+    if mdt is not None:
+        # before any data file goes, and before this rollback completes: once it has, readers would take
+        # the instant's metadata as valid again
+        mdt.rollback(target.time, rollback.time)
 
     deleted: list[BaseFile] = []
     failed: list[str] = []

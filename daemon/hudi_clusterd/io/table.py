@@ -29,6 +29,7 @@ from hudi_clusterd.errors import MetadataDecodeError, StorageError, TableError, 
 from hudi_clusterd.io.footers import FooterRanges
 from hudi_clusterd.io.java_properties import format_properties, parse_properties
 from hudi_clusterd.io.lock import LockOptions, TableLock
+from hudi_clusterd.io.metadata.writer import MetadataTable
 from hudi_clusterd.io.storage import FileInfo, Storage
 from hudi_clusterd.io.timeline_store import META_FOLDER, TEMP_FOLDER, TimelineStore
 
@@ -77,23 +78,32 @@ class HoodieTable:
         return cls(storage, config, lock_options=lock_options)
 
     def check_clusterable(self) -> None:
-        """Re-read ``hoodie.properties`` (a writer may have changed it since the table was opened) and refuse a
-        table clustering must not write: another version or layout, or one with a metadata table, whose readers
-        and writers list files through it and would never see the files a clustering writes."""
+        """Re-read ``hoodie.properties`` (a writer may have changed it since the table was opened), follow a
+        layout change, and refuse a table clustering must not write: another version or layout, or a metadata
+        table the daemon cannot keep true (`MetadataTable.check_supported`)."""
         source = self.storage.full_path(PROPERTIES_FILE)
         config = _read_config(self.storage)
-        config.check_writable(source)
+        config.check_writable(source, keeps_metadata_table=True)
         if config.timeline_layout != self.timeline_store.layout:
             log.warning("the table's timeline layout changed (a writer upgraded it)", base_path=self.base_path,
                         table_version=config.version, layout=config.timeline_layout.version)
             self.timeline_store.layout = config.timeline_layout
         self.config = config
+        mdt = self.metadata_table()
+        if mdt is not None:
+            mdt.check_supported()
+
+    def metadata_table(self) -> MetadataTable | None:
+        """The table's metadata table, when ``hoodie.properties`` says it has one."""
+        if not MetadataTable.declared(self.config):
+            return None
+        return MetadataTable(self.storage, self.config, before_write=self.verify_lock, new_time=self._completion_time)
 
     @classmethod
     def create(cls, base_path: str, config: TableConfig, storage: Storage | None = None) -> HoodieTable:
         """Lay out a new, empty table: ``.hoodie/`` with its sub-folders and ``hoodie.properties``."""
         storage = storage or Storage(base_path)
-        config.check_writable(storage.full_path(PROPERTIES_FILE))
+        config.check_writable(storage.full_path(PROPERTIES_FILE))  # a new table: no metadata table
         layout = config.timeline_layout
         archive = f"{layout.folder}/{config.get(TIMELINE_HISTORY_PATH) or DEFAULT_HISTORY_PATH}" \
             if layout.records_completion_time else f"{META_FOLDER}/archived"

@@ -43,6 +43,7 @@ from hudi_clusterd.errors import (
 )
 from hudi_clusterd.io.heartbeat import INGESTION_TIMEOUT_S, heartbeat_expired, heartbeat_path
 from hudi_clusterd.io.markers import delete_markers, list_markers
+from hudi_clusterd.io.metadata.indexes import index_records
 from hudi_clusterd.io.rollback import RollbackResult, reconcile_markers, rollback_pending, safe_file_of_instant
 from hudi_clusterd.io.table import HoodieTable
 
@@ -311,6 +312,11 @@ def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
             Operation.CLUSTER,
             partition_to_replace_file_ids={p: tuple(v) for p, v in replaced.items()},
         )
+        mdt = table.metadata_table()
+        if mdt is not None and stats:
+            # the metadata table's deltacommit completes right before the data commit, under the same lock
+            mdt.commit(instant, meta, _latest_files_with(view, by_partition),
+                       (i.time for i in view.timeline.completed()), index_records)
         store = table.timeline_store
         store.create(inflight.with_state(State.COMPLETED), store.serde.encode_commit(meta))
     delete_markers(table.storage, instant)
@@ -318,6 +324,15 @@ def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
         log.warning("clustering committed without the groups ingestion moved", instant=instant,
                     dropped_groups=len(dropped), kept_groups=len(kept), conflicts=described[:5])
     return Committed(meta, tuple(stats), dropped, tuple(described))
+
+
+def _latest_files_with(view: FileSystemView, written: Mapping[str, Sequence[WriteStat]]) -> dict[str, list[str]]:
+    """Per partition the commit writes, the relative paths of its latest base files before the commit and of the
+    commit's new files: what Hudi 1.x recomputes partition statistics over (the groups a clustering replaces
+    included, as Hudi 1.2 does)."""
+    return {partition: sorted({bf.relative_path for bf in view.latest_base_files(partition)}
+                              | {ws.path for ws in stats if ws.path})
+            for partition, stats in written.items()}
 
 
 def withdraw_collided(table: HoodieTable, instant: str, written: Sequence[WriteStat]) -> None:
