@@ -483,6 +483,25 @@ class HudiWorker:
         folder.mkdir(exist_ok=True)
         return folder / f"{prefix}-{uuid.uuid4().hex}{suffix}"
 
+    def read_stats(
+        self,
+        base_path: Path,
+        *,
+        predicate: str | None = None,
+        options: Mapping[str, str] | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> tuple[pa.Table, dict[str, Any]]:
+        """A snapshot read filtered by the SQL ``predicate``, as pyarrow, and what it scanned: ``scans`` (each
+        file scan's metrics, ``numFiles`` = Spark's "number of files read", after Hudi's pruning and data skipping)
+        and ``input_files`` (the files of the latest snapshot the read listed, before any filter)."""
+        out = self._scratch_file("out", "")
+        stats = self.request("read_stats", path=str(base_path), output=str(out), filter=predicate,
+                             options=dict(options or {}), columns=list(columns) if columns else None)
+        try:
+            return pq.read_table(out), stats
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
 
 def procedure_options(options: Mapping[str, str]) -> str:
     """Options as Hudi's procedures take them: ``k1=v1,k2=v2`` (no commas or equals signs inside values)."""

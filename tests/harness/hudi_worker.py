@@ -8,7 +8,7 @@ for replies and fd 1 is pointed at stderr before the JVM starts, so the JVM inhe
 Requests are JSON objects ``{"id": <any>, "op": <name>, ...arguments}``; replies are
 ``{"id": <same>, "ok": true, "result": {...}}`` or ``{"id": <same>, "ok": false, "error": {"type", "message",
 "java_class", "java_message", "causes"}}``. Operations: ``ping``, ``write``, ``read``, ``sql``,
-``stream_start``, ``stream_status``, ``stream_stop``, ``stop``.
+``stream_start``, ``stream_status``, ``stream_stop``, ``stop``, ``read_stats``.
 """
 
 from __future__ import annotations
@@ -234,6 +234,7 @@ class Worker:
             "stream_status": self.stream_status,
             "stream_stop": self.stream_stop,
             "stop": self.stop,
+            "read_stats": self.read_stats,
         }
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -358,6 +359,48 @@ class Worker:
                 stopped.append(name)
         self.running = False
         return {"stopped_streams": stopped}
+
+    def read_stats(self, req: dict[str, Any]) -> dict[str, Any]:
+        """A snapshot read, filtered by the SQL predicate ``filter`` if given, with what its file scans read: the
+        rows go to a parquet folder the test names; ``scans`` has each FileSourceScanExec's driver metrics (``numFiles``
+        is Spark's "number of files read": the files left after Hudi's partition pruning and data skipping) and
+        ``input_files`` the relation's files before any filter (the latest snapshot, as the read listed it)."""
+        path = str(_need(req, "path"))
+        output = str(_need(req, "output"))
+        options = _str_options(req.get("options"))
+        options.setdefault("hoodie.datasource.query.type", "snapshot")
+        df = self.spark.read.format("hudi").options(**options).load(path)
+        input_files = sorted(str(f) for f in df.inputFiles())
+        if req.get("filter"):
+            df = df.where(str(req["filter"]))
+        if req.get("columns"):
+            df = df.select(*[str(c) for c in req["columns"]])
+        rows = df.collect()  # runs df's own query execution, whose plan then carries the scan metrics
+        scans = _file_scans(df._jdf.queryExecution().executedPlan())
+        self.spark.createDataFrame(rows, df.schema).coalesce(1).write.mode("overwrite").parquet(output)
+        return {"rows": len(rows), "output": output, "scans": scans, "input_files": input_files}
+
+
+_SCAN_METRICS = ("numFiles", "numPartitions", "filesSize", "numOutputRows")
+
+
+def _file_scans(plan: Any) -> list[dict[str, Any]]:
+    """The file scans of an executed physical plan (through adaptive and codegen wrappers) and their metrics."""
+    scans: list[dict[str, Any]] = []
+    todo = [plan]
+    while todo:
+        node = todo.pop()
+        name = node.getClass().getSimpleName()
+        if name == "AdaptiveSparkPlanExec":
+            todo.append(node.executedPlan())
+            continue
+        if "FileSourceScanExec" in name:
+            metrics = node.metrics()
+            found = {m: int(metrics.get(m).get().value()) for m in _SCAN_METRICS if metrics.get(m).isDefined()}
+            scans.append({"node": name, "file_index": node.relation().location().getClass().getName(), **found})
+        children = node.children()
+        todo.extend(children.apply(i) for i in range(children.size()))
+    return scans
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
