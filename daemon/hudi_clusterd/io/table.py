@@ -97,7 +97,10 @@ class HoodieTable:
         """The table's metadata table, when ``hoodie.properties`` says it has one."""
         if not MetadataTable.declared(self.config):
             return None
-        return MetadataTable(self.storage, self.config, before_write=self.verify_lock, new_time=self._completion_time)
+        # the metadata table's instants complete right before a data instant of the same lock hold, which waits
+        # out the clock skew after taking its own, later, time
+        return MetadataTable(self.storage, self.config, before_write=self.verify_lock,
+                             new_time=lambda: self.new_instant_time(skew_wait=False))
 
     @classmethod
     def create(cls, base_path: str, config: TableConfig, storage: Storage | None = None) -> HoodieTable:
@@ -138,8 +141,11 @@ class HoodieTable:
         local zone (Hudi's LOCAL is the writer JVM's default zone, which must therefore match the daemon's)."""
         return UTC if self.config.timeline_timezone_utc else (datetime.now().astimezone().tzinfo or UTC)
 
-    def new_instant_time(self, timeline: Timeline | None = None, now: datetime | None = None) -> str:
+    def new_instant_time(self, timeline: Timeline | None = None, now: datetime | None = None, *,
+                         skew_wait: bool = True) -> str:
         """A fresh instant time, strictly greater than every instant on the timeline. Call under ``lock()``.
+        On layout 2 the clock skew is waited out after taking it; ``skew_wait=False`` skips that for a time that
+        a later one, taken in the same hold of the lock, follows.
 
         Refuses (``TimelineError``) when the newest instant is more than ``MAX_AHEAD_S`` ahead of this host's
         clock read in the table's zone: the new instant would have to be ahead of wall-clock time too, and a
@@ -148,7 +154,7 @@ class HoodieTable:
         timeline = timeline if timeline is not None else self.timeline()
         if now is None:
             now = datetime.now(self.timeline_tz)
-            if self.timeline_store.layout.records_completion_time:
+            if skew_wait and self.timeline_store.layout.records_completion_time:
                 _time.sleep(CLOCK_SKEW_WAIT_S)
         last = timeline.last_time()
         if last is not None:
