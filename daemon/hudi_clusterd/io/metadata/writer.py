@@ -67,7 +67,6 @@ MAINTAINED = (rec.FILES, rec.COLUMN_STATS, rec.PARTITION_STATS)
 """The metadata partitions a clustering changes, which the daemon keeps true."""
 UNCHANGED_PREFIXES = (rec.SECONDARY_INDEX_PREFIX,)
 """Partitions a clustering does not change (Hudi skips secondary indexes on CLUSTER): accepted, left alone."""
-WRITE_TOKEN = "0-0-0"
 ROLLBACK_SUFFIX_V6 = "006"
 """Version 6 names the metadata table's own rollback of instant ``R`` ``R006``."""
 LOG_VERSION_BASE = 1
@@ -304,10 +303,10 @@ class MetadataTable:
                                          [(str(r["key"]), rec.encode(version, r)) for r in group])
                 data = encode_block(block)
                 if version >= 8:
-                    name = LogFileName(fid, instant, LOG_VERSION_BASE, WRITE_TOKEN)
+                    name = LogFileName(fid, instant, LOG_VERSION_BASE, _write_token())
                     prev, base_file = instant, ""
                 else:
-                    name = LogFileName(fid, fs.base_instant, fs.latest_log_version + 1, _v6_token())
+                    name = LogFileName(fid, fs.base_instant, fs.latest_log_version + 1, _write_token())
                     prev, base_file = fs.base_instant, fs.base_file or ""
                 path = f"{partition}/{name}"
                 out.append((WriteStat(file_id=fid, path=path, partition_path=partition, prev_commit=prev,
@@ -491,9 +490,10 @@ def _new_files(meta: CommitMetadata) -> dict[str, dict[str, int]]:
     return dict(out)
 
 
-def _v6_token() -> str:
-    """A write token of Hudi's ``<partition>-<stage>-<attempt>`` shape, unique to this write."""
-    return f"0-{uuid.uuid4().int % 100000}-0"
+def _write_token() -> str:
+    """A write token of Hudi's ``<partition>-<stage>-<attempt>`` shape, unique to this write (``0-0-0`` is the
+    token of Hudi's initialisation files)."""
+    return f"0-{1 + uuid.uuid4().int % 99999}-0"
 
 
 def _enable_key(partition: str) -> str:
