@@ -214,6 +214,8 @@ def hudi_options(strategy: str, sample_size: int, codec: str, setup: Any) -> dic
         "hoodie.parquet.compression.codec": codec,
         "hoodie.clean.automatic": "false",
         "hoodie.archive.automatic": "false",
+        # the benchmark's tables have no metadata table (our ingestion writes none); Hudi would build one first
+        "hoodie.metadata.enable": "false",
     }
 
 

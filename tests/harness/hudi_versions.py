@@ -153,7 +153,6 @@ PROJECT_WRITER_OPTIONS: Mapping[str, str] = _frozen(
         "hoodie.clustering.inline": "false",
         "hoodie.clustering.async.enabled": "false",
         "hoodie.clustering.schedule.inline": "false",
-        "hoodie.metadata.enable": "false",
         "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
         "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
         "hoodie.cleaner.policy.failed.writes": "LAZY",

@@ -346,7 +346,7 @@ def test_k8s_writer_options_configure_hudi_writer_beside_the_daemon() -> None:
     assert props["hoodie.clustering.inline"] == "false"
     assert props["hoodie.clustering.async.enabled"] == "false"
     assert props["hoodie.clustering.schedule.inline"] == "false"
-    assert props["hoodie.metadata.enable"] == "false"
+    assert props["hoodie.metadata.enable"] == "true"  # the daemon keeps the metadata table true
     assert props["hoodie.write.concurrency.mode"] == "optimistic_concurrency_control"
     assert props["hoodie.write.lock.provider"] == (
         "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
