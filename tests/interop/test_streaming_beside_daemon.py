@@ -4,10 +4,11 @@
 Once per Hudi setup (0.15; 1.2 on a version-6 table; 1.2 on a version-9 table). The stream reads JSON-lines files
 dropped into its source folder, one file per micro-batch; each file inserts new keys and upserts earlier ones
 across three partitions, so the expected key → latest value map after every batch is known. The writer runs with
-the settings docs/writers.md gives (OCC with the file-system lock, LAZY failed-writes cleaning, no metadata table, no
-clustering of its own, updates allowed into planned file groups). The daemon clusters every 3 commits.
+the settings docs/writers.md gives (OCC with the file-system lock, LAZY failed-writes cleaning, the metadata table
+on as by Hudi's default, no clustering of its own, updates allowed into planned file groups). The daemon clusters
+every 3 commits.
 Afterwards Hudi's snapshot, incremental and time-travel queries, and hudi-rs, must all read exactly the expected
-rows, and the table keeps the setup's version.
+rows, the table keeps the setup's version, and its metadata table lists exactly what storage holds.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from tests.harness.daemon_harness import (
     write_props,
 )
 from tests.harness.hudi_rs_checks import hudi_rs_rows
+from tests.harness.metadata_checks import metadata_partitions, validate_files
 from tests.support import free_port
 
 pytestmark = pytest.mark.hudi
@@ -187,6 +189,11 @@ def test_streaming_ingestion_and_the_daemon_share_a_table(apache_hudi: HudiWorke
         assert by_key(rs) == states[at], ("hudi-rs", clustering, commit_of[at])
     # hudi-rs agrees with the snapshot
     assert by_key(hudi_rs_rows(base, ["id", "part", "val", "ts"], "id")) == expected
+    # and the metadata table Hudi keeps (its default), which the reads above listed files through, lists exactly
+    # what storage holds after every clustering of ours
+    assert "files" in metadata_partitions(base)
+    validate_files(apache_hudi, base, f"stream_{apache_hudi.setup.name.replace('.', '_').replace('-', '_')}"
+                   ).assert_clean()
     assert table_version(base) == apache_hudi.setup.table_version
     print(f"{apache_hudi.setup.name}: {len(states)} batches, {len(done)} clusterings "
           f"(and {len(clusterings(base, replaced=False))} that lost every group), {len(expected)} keys, "
