@@ -1,31 +1,155 @@
-"""A table Apache Hudi wrote with its metadata table on (Hudi's default) is refused by every writing command."""
+"""Apache Hudi with its metadata table on (its default) beside the daemon's clustering and rollbacks.
+
+Hudi 0.15 creates the ``files`` partition; Hudi 1.2 (versions 6, 8 and 9) creates ``files``, ``column_stats`` and
+``partition_stats`` for a partitioned table. After the daemon clusters, and after it rolls a clustering back:
+
+- the metadata table lists exactly the files on storage (``validate_files``: Hudi's own
+  ``validate_metadata_table_files`` reads the metadata table on both sides, so its listing is compared with
+  storage here), and Hudi reads exactly the rows written, listing through it;
+- on 1.2, ``show_metadata_table_column_stats`` gives each new file its true min and max, and range reads with
+  data skipping return exactly what full scans return while reading fewer files;
+- Hudi's own compaction of the metadata table runs over the slices holding our log files, then its cleaner and
+  archiver, and every read stays exact.
+"""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.harness.apache_hudi import HudiWorker, hudi_write_options, read_hoodie_properties
+from hudi_clusterd.domain.instant import Action, State
+from hudi_clusterd.errors import ExecutionError
+from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.io.timeline_store import TimelineStore
+from hudi_clusterd.ops.execute import execute_pending
+from hudi_clusterd.ops.schedule import schedule
+from tests.builders import EVENTS_SCHEMA, event_rows, events_by_key, expected_events, make_policy
+from tests.harness.apache_hudi import HudiWorker, events_writer_options
+from tests.harness.daemon_harness import clusterd, clusterings
+from tests.harness.metadata_checks import (
+    ColumnStat,
+    column_stats,
+    data_skipping_check,
+    mdt_compactions,
+    metadata_partitions,
+    parquet_column_stats,
+    validate_files,
+)
 
-pytestmark = pytest.mark.hudi
+pytestmark = [pytest.mark.hudi, pytest.mark.integration]
+
+# Hudi's defaults, with a metadata compaction every few deltacommits and a cleaner and archiver that soon act
+MDT_ON = {"hoodie.metadata.enable": "true", "hoodie.metadata.compact.max.delta.commits": "3"}
+SERVICES = {"hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+            "hoodie.clean.automatic": "true", "hoodie.archive.automatic": "true"}
+COLUMNS = ["id", "val", "ts"]
+# the daemon sorts by val into small files (small bloom filters), so that a range of val skips files
+LAYOUT = {"hoodie.clustering.plan.strategy.sort.columns": "val",
+          "hoodie.clustering.plan.strategy.target.file.max.bytes": "3000",
+          "hoodie.index.bloom.num_entries": "100", "hoodie.index.bloom.fpp": "0.01"}
 
 
-def test_a_table_hudi_wrote_with_its_metadata_table_is_refused(apache_hudi: HudiWorker, tmp_path: Path) -> None:
+def _props(tmp_path: Path) -> str:
+    path = tmp_path / "clustering.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in LAYOUT.items()))
+    return str(path)
+
+
+def _name(worker: HudiWorker, what: str) -> str:
+    return f"{what}_{worker.setup.name.replace('.', '_').replace('-', '_')}"
+
+
+def _signless(stat: ColumnStat) -> ColumnStat:
+    return replace(stat, min_value="0.0" if stat.min_value == "-0.0" else stat.min_value)
+
+
+def _new_table(worker: HudiWorker, base: Path) -> tuple[dict[str, str], list[list[dict[str, Any]]]]:
+    options = events_writer_options(worker.setup, MDT_ON)
+    batches = [event_rows(b) for b in range(3)]
+    for batch in batches:
+        worker.write(batch, base, {**options, "hoodie.datasource.write.operation": "insert"}, schema=EVENTS_SCHEMA)
+    assert "files" in metadata_partitions(base)
+    return options, batches
+
+
+def _exact(worker: HudiWorker, base: Path, name: str, batches: list[list[dict[str, Any]]], *,
+           skips: bool = True) -> None:
+    """The metadata table lists what storage holds; Hudi reads every row once; data skipping is exact (and, with
+    ``skips``, on a table with column statistics and our sorted files, reads fewer files than a full scan)."""
+    validate_files(worker, base, name).assert_clean()
+    assert events_by_key(worker.read(base)) == expected_events(batches)
+    skipping = data_skipping_check(worker, base, "val >= 90", columns=COLUMNS)
+    skipping.assert_exact()
+    if skips and "column_stats" in metadata_partitions(base):
+        assert skipping.files_scanned < skipping.files_total, skipping
+
+
+@pytest.mark.hudi_v8
+def test_hudi_validates_reads_compacts_and_cleans_after_our_clustering(apache_hudi: HudiWorker,
+                                                                       tmp_path: Path) -> None:
+    # Given a table Hudi writes at its defaults, metadata table on
     base = tmp_path / "mdt"
-    options = hudi_write_options(apache_hudi.setup, "mdt", record_key="id", partition_path="part", precombine="ts",
-                                 extra={"hoodie.metadata.enable": "true"})
-    for batch in range(3):
-        apache_hudi.write([{"id": batch * 10 + i, "part": f"p{i % 2}", "ts": batch} for i in range(10)], base,
-                          {**options, "hoodie.datasource.write.operation": "insert",
-                           "hoodie.parquet.small.file.limit": "0"})
-    assert read_hoodie_properties(base).get("hoodie.table.metadata.partitions")
-    before = sorted(str(p.relative_to(base)) for p in base.rglob("*"))
-    for argv in (["schedule", "--force"], ["cluster", "--force"], ["execute"]):
-        done = subprocess.run([sys.executable, "-m", "hudi_clusterd", *argv, "--base-path", str(base)],
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 4, (argv, done.stderr)
-        assert "metadata table" in done.stderr and "hoodie.table.metadata.partitions" in done.stderr, done.stderr
-    assert sorted(str(p.relative_to(base)) for p in base.rglob("*")) == before
+    name = _name(apache_hudi, "mdt")
+    options, batches = _new_table(apache_hudi, base)
+    # When the daemon clusters it
+    clusterd("cluster", "--force", "--base-path", str(base), "--props", _props(tmp_path))
+    [t] = clusterings(base)
+    # Then the metadata table lists the new files, Hudi reads exactly, and on 1.2 data skipping uses their stats
+    _exact(apache_hudi, base, name, batches)
+    new_files = sorted(p.name for p in base.rglob(f"*_{t}.parquet"))
+    assert len(new_files) > 2, new_files
+    if "column_stats" in metadata_partitions(base):
+        theirs = column_stats(apache_hudi, base, name, files=new_files, columns=COLUMNS)
+        # (a zero minimum reads as -0.0 through parquet-mr, as Hudi stores its own files' statistics)
+        assert [_signless(c) for c in theirs] == [_signless(c) for c in parquet_column_stats(base, new_files, COLUMNS)]
+    # When Hudi upserts into our file groups, compacting its metadata table over our log files, then cleans and
+    # archives
+    for b in range(3):
+        update = [{**r, "val": r["val"] + 100.0 * (b + 1), "ts": 10 + b} for r in batches[0][b * 5:(b + 1) * 5]]
+        apache_hudi.write(update, base, {**options, **SERVICES}, schema=EVENTS_SCHEMA)
+        batches.append(update)
+    assert any(c > t for c in mdt_compactions(base)), mdt_compactions(base)
+    # Then every read stays exact, and the cleaner deleted the files our clustering replaced
+    _exact(apache_hudi, base, name, batches)
+    assert not [p for p in base.rglob("*.parquet") if p.name.rsplit("_", 1)[-1] < f"{t}.parquet"
+                and ".hoodie" not in p.parts], "the cleaner left replaced files"
+
+
+def test_our_rollback_of_a_clustering_whose_metadata_deltacommit_completed(
+        apache_hudi: HudiWorker, spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
+
+    # Given a table Hudi writes at its defaults, and a clustering of ours that fails right after its metadata
+    # deltacommit completed (the data replacecommit is not written)
+    base = tmp_path / "mdt"
+    name = _name(apache_hudi, "rb")
+    _options, batches = _new_table(apache_hudi, base)
+    table = HoodieTable.open(str(base))
+    scheduled = schedule(table, make_policy(**LAYOUT), force=True)
+    assert scheduled.instant is not None
+    t = scheduled.instant
+    create = TimelineStore.create
+
+    def failing(self: TimelineStore, instant: Any, data: bytes = b"") -> Any:
+        if instant.time == t and instant.state is State.COMPLETED and instant.action.is_replace:
+            raise OSError("injected: the host died before the replacecommit")
+        return create(self, instant, data)
+
+    monkeypatch.setattr(TimelineStore, "create", failing)
+    runner = SparkGroupRunner(spark, owns_session=False)
+    with pytest.raises(ExecutionError, match="injected"):
+        execute_pending(table, runner, t, parallelism=1)  # it rolls the attempt back, then reports the failure
+    monkeypatch.undo()
+    mdt_timeline = base / ".hoodie" / "metadata" / ".hoodie"
+    assert not [p for p in mdt_timeline.rglob(f"{t}*deltacommit*")], "the metadata deltacommit was not rolled back"
+    # Then the metadata table lists what storage holds, and Hudi reads every row exactly once
+    assert not clusterings(base)
+    _exact(apache_hudi, base, name, batches, skips=False)  # (the ingested files all span val's whole range)
+    # and the plan, still requested, clusters on the next run
+    clusterd("execute", "--base-path", str(base), "--instant", t, "--props", _props(tmp_path))
+    assert clusterings(base) == [t]
+    assert table.timeline().find(t, Action.CLUSTERING) is not None
+    _exact(apache_hudi, base, name, batches)
