@@ -113,3 +113,20 @@ def test_every_writing_command_refuses_the_record_index_writing_nothing(
     assert code == (EXIT_FAILURE if argv[0] == "run" else EXIT_TABLE), err
     assert "record_index" in err and PARTITIONS_KEY in err, err
     assert everything(base) == before
+
+
+def test_our_ingestion_refuses_a_table_with_a_metadata_table_writing_nothing(
+        golden_copy: Callable[[str], Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    base = golden_copy(TABLE)
+    partitions(SUPPORTED)(base)
+    source = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"txn_id": ["TXN-900"], "txn_ts": [1], "region": ["eu"]}), source)
+    before = everything(base)
+    code = main(["ingest", "--base-path", str(base), "--source", str(source), "--spark-master", "local[1]"])
+    err = capsys.readouterr().err
+    assert code == EXIT_TABLE, err
+    assert "metadata table" in err and PARTITIONS_KEY in err and "Apache Hudi's writer" in err, err
+    assert everything(base) == before

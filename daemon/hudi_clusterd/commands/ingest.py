@@ -20,8 +20,9 @@ import pyarrow.fs as pafs
 
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.table_config import LAYOUT_OF_VERSION, NEW_TABLE_VERSION, TableConfig
-from hudi_clusterd.errors import ClusterdError, ConfigError, ExecutionError
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.errors import ClusterdError, ConfigError, ExecutionError, TableError
+from hudi_clusterd.exit_codes import EXIT_FAILURE, EXIT_TABLE
+from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -164,6 +165,9 @@ def _ingest(args: argparse.Namespace) -> int:
     from hudi_clusterd.engine.session import DEFAULT_MASTER, get_or_create_session
 
     sources = resolve_sources(args.source)
+    if HoodieTable.exists(args.base_path):  # refuse a table our writer cannot write before Spark starts
+        existing = HoodieTable.open(args.base_path)
+        existing.config.check_writable(existing.storage.full_path(PROPERTIES_FILE))
     spark = get_or_create_session(args.spark_master or DEFAULT_MASTER, app_name="hudi-clusterd-ingest")
     table = _open_or_create(args, spark, sources[0])
     batches = [[s] for s in sources] if args.commit_per_file else [sources]
@@ -190,4 +194,4 @@ def run(args: argparse.Namespace) -> int:
         return _ingest(args)
     except ClusterdError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_TABLE if isinstance(e, TableError) else EXIT_FAILURE
