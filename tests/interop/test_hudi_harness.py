@@ -131,24 +131,33 @@ def assert_layout(base: Path, setup: HudiSetup) -> None:
     assert instant_files(base), sorted(p.name for p in hoodie.iterdir())
 
 
+def assert_default_metadata_table(base: Path, setup: HudiSetup) -> None:
+    """Hudi keeps its metadata table at the project's writer settings (its default): ``files`` on every release,
+    and ``column_stats`` (with ``partition_stats`` on a partitioned table) from Hudi 1.x on version 9."""
+    partitions = (read_hoodie_properties(base).get("hoodie.table.metadata.partitions") or "").split(",")
+    assert "files" in partitions, partitions
+    if setup.table_version >= 9:
+        assert "column_stats" in partitions, partitions
+    assert (base / ".hoodie" / "metadata" / ".hoodie" / "hoodie.properties").is_file()
+
+
 @hudi
-def test_hudi_write_table_has_the_setups_version_and_layout_without_metadata(hudi_table: WrittenTable) -> None:
+def test_hudi_write_table_has_the_setups_version_layout_and_metadata_table(hudi_table: WrittenTable) -> None:
     # When we look at what Hudi left on disk
     props = read_hoodie_properties(hudi_table.base)
     files = instant_files(hudi_table.base)
 
     # Then it is a copy-on-write table of the setup's version, with that version's timeline layout (instants in
-    # .hoodie/ for version 6, in .hoodie/timeline/ for versions 8 and 9) and no metadata table
+    # .hoodie/ for version 6, in .hoodie/timeline/ for versions 8 and 9) and Hudi's metadata table
     assert_layout(hudi_table.base, hudi_table.setup)
     assert props["hoodie.table.type"] == "COPY_ON_WRITE"
-    assert not props.get("hoodie.table.metadata.partitions")
+    assert_default_metadata_table(hudi_table.base, hudi_table.setup)
     for instant in (hudi_table.first, hudi_table.second):
         states = {(f.action, f.state) for f in files if f.time == instant}
         assert states == {("commit", "requested"), ("commit", "inflight"), ("commit", "completed")}, files
         [done] = [f for f in files if f.time == instant and f.state == "completed"]
         # layout 2 names a completed instant by its requested and its completion time
         assert (done.completion is not None) == (hudi_table.setup.timeline_layout_version == 2), done
-    assert not (hudi_table.base / ".hoodie" / "metadata").exists()
     partitions = sorted(p.parent.name for p in hudi_table.base.glob("*/.hoodie_partition_metadata"))
     assert partitions == ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
 
@@ -258,14 +267,14 @@ def test_hudi_streaming_sink_commits_three_micro_batches(apache_hudi: HudiWorker
     commits = completed(stream_dirs["base"], "commit")
     assert len(commits) == 3, instant_names(stream_dirs["base"])
     assert_layout(stream_dirs["base"], apache_hudi.setup)
-    assert not (stream_dirs["base"] / ".hoodie" / "metadata").exists()
+    assert_default_metadata_table(stream_dirs["base"], apache_hudi.setup)
     # And the table holds the latest value per key
     expected = by_key(batches[0]) | by_key(batches[1]) | by_key(batches[2])
     assert by_key(apache_hudi.read(stream_dirs["base"]).to_pylist()) == expected
 
 
 @hudi
-def test_hudi_run_clustering_with_writer_settings_keeps_the_version_without_metadata(
+def test_hudi_run_clustering_with_writer_settings_keeps_the_version_and_metadata_table(
     apache_hudi: HudiWorker, tmp_path: Path
 ) -> None:
     # Given a small table Hudi wrote in one commit
@@ -281,7 +290,7 @@ def test_hudi_run_clustering_with_writer_settings_keeps_the_version_without_meta
                                       options=table_service_options(shared_table_writer_options(setup)))
 
     # Then one plan completed as a replacecommit (pending as a replacecommit in layout 1, as a clustering in
-    # layout 2), the table keeps its version and has no metadata table
+    # layout 2), the table keeps its version and its metadata table
     assert [r["state"] for r in rows] == ["COMPLETED"], rows
     instant = rows[0]["timestamp"]
     pending_as = "replacecommit" if setup.timeline_layout_version == 1 else "clustering"
@@ -289,7 +298,7 @@ def test_hudi_run_clustering_with_writer_settings_keeps_the_version_without_meta
     assert states == {(pending_as, "requested"), (pending_as, "inflight"), ("replacecommit", "completed")}, \
         instant_names(base)
     assert_layout(base, setup)
-    assert not (base / ".hoodie" / "metadata").exists()
+    assert_default_metadata_table(base, setup)
     # And the data reads the same
     assert by_key(apache_hudi.read(base).to_pylist()) == by_key(INSERTED)
 
