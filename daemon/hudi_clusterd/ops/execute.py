@@ -34,6 +34,7 @@ from hudi_clusterd.errors import (
     PlanError,
     StorageError,
 )
+from hudi_clusterd.io.metadata.indexes import prepare as prepare_metadata
 from hudi_clusterd.io.storage import Storage
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.commit import UNDECIDED_WAIT_S, complete, rollback_clustering, withdraw_collided
@@ -146,6 +147,9 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
         if figures is not None:
             extra = {LAYOUT_COLUMNS_KEY: ",".join(plan.strategy.work_order.sort_columns),
                      LAYOUT_BEFORE_KEY: f"{figures[0]:.4f}", LAYOUT_AFTER_KEY: f"{figures[1]:.4f}"}
+        mdt = table.metadata_table()
+        if mdt is not None:  # the new files' column statistics, read now rather than under the commit's lock
+            prepare_metadata(mdt, table.latest_schema(), every)
         committed = complete(table, instant, plan, by_group, extra, undecided_wait_s=executor.commit_wait_s)
         if len(committed.dropped_groups) == len(plan.input_groups):  # every group moved: nothing replaced
             message = f"clustering {instant} conflicts with ingestion in every group: " + "; ".join(

@@ -1,20 +1,24 @@
 """The ``column_stats`` and ``partition_stats`` records of one data commit, for `MetadataTable.commit`.
 
-Column statistics come from the new files' parquet footers (no data page is read). Partition statistics are
-recomputed, as Hudi 1.x recomputes them, for every partition the commit writes: the new files' ranges merged
-with the stored column statistics of the partition's other latest files, read from the metadata table.
+Column statistics come from the new files' parquet footers (no data page is read). `prepare` reads them while the
+clustering executes, as Hudi's write tasks collect theirs, so that the commit under the lock only looks them up.
+Partition statistics are recomputed, as Hudi 1.x recomputes them, for every partition the commit writes: the new
+files' ranges merged with the stored column statistics of the partition's other latest files, read from the
+metadata table.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 import structlog
 
-from hudi_clusterd.domain.commit import CommitMetadata
+from hudi_clusterd.domain.commit import CommitMetadata, WriteStat
 from hudi_clusterd.errors import MetadataTableError, StorageError
 from hudi_clusterd.io.metadata import column_stats as cs
 from hudi_clusterd.io.metadata import records as rec
@@ -25,6 +29,12 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 INDEX_DEFS_PATH = "hoodie.table.index.defs.path"
+FOOTER_THREADS = 4  # pyarrow reads and parses footers without the GIL
+_CACHE_SIZE = 4096
+
+_RangeKey = tuple[str, int, tuple[str, ...], int, int]
+_ranges: dict[_RangeKey, list[cs.ColumnRange]] = {}
+_ranges_lock = threading.Lock()
 
 
 def _index_definitions(mdt: MetadataTable) -> Mapping[str, Any] | None:
@@ -43,6 +53,46 @@ def _index_definitions(mdt: MetadataTable) -> Mapping[str, Any] | None:
     return node if isinstance(node, Mapping) else None
 
 
+def _columns(mdt: MetadataTable, schema: str) -> tuple[list[str], cs.IndexVersion]:
+    version = mdt.table_version
+    index_json = _index_definitions(mdt)
+    columns = cs.indexed_columns(version, schema, index_json=index_json,
+                                 populate_meta_fields=mdt.data_config.populate_meta_fields)
+    return columns, cs.index_version(version, index_json)
+
+
+def _file_ranges(mdt: MetadataTable, ws: WriteStat, columns: Sequence[str], iversion: cs.IndexVersion
+                 ) -> list[cs.ColumnRange]:
+    """The indexed columns' ranges of one new file, from its footer (cached: a file never changes)."""
+    assert ws.path is not None
+    storage = mdt.data_storage
+    full = storage.full_path(ws.path)
+    key = (full, ws.file_size_in_bytes, tuple(columns), mdt.table_version, int(iversion))
+    with _ranges_lock:
+        hit = _ranges.get(key)
+    if hit is not None:
+        return hit
+    with storage.fs.open_input_file(full) as f:
+        footer = pq.ParquetFile(f).metadata
+    ranges = cs.file_column_ranges(footer, ws.path.rsplit("/", 1)[-1], columns, table_version=mdt.table_version,
+                                   version=iversion)
+    with _ranges_lock:
+        if len(_ranges) >= _CACHE_SIZE:
+            _ranges.clear()
+        _ranges[key] = ranges
+    return ranges
+
+
+def prepare(mdt: MetadataTable, schema: str | None, stats: Sequence[WriteStat]) -> None:
+    """Read the column statistics of new files ahead of their commit (outside the table lock), when the metadata
+    table indexes columns; the commit then finds them cached."""
+    if not schema or rec.COLUMN_STATS not in mdt.partitions:
+        return
+    columns, iversion = _columns(mdt, schema)
+    with ThreadPoolExecutor(FOOTER_THREADS, thread_name_prefix="footers") as pool:
+        list(pool.map(lambda ws: _file_ranges(mdt, ws, columns, iversion), [ws for ws in stats if ws.path]))
+
+
 def index_records(instant: str, meta: CommitMetadata, latest_files: Mapping[str, Sequence[str]],
                   mdt: MetadataTable, data_completed: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     """``column_stats`` records of every new file of ``meta`` and recomputed ``partition_stats`` of every
@@ -52,11 +102,7 @@ def index_records(instant: str, meta: CommitMetadata, latest_files: Mapping[str,
     if not schema:
         raise MetadataTableError(f"commit {instant}: no writer schema (extraMetadata.schema); column statistics "
                                  "cannot be computed")
-    index_json = _index_definitions(mdt)
-    iversion = cs.index_version(version, index_json)
-    columns = cs.indexed_columns(version, schema, index_json=index_json,
-                                 populate_meta_fields=mdt.data_config.populate_meta_fields)
-    storage = mdt.data_storage
+    columns, iversion = _columns(mdt, schema)
     new_ranges: dict[str, list[cs.ColumnRange]] = {}
     column_records: list[dict[str, Any]] = []
     for partition, stats in meta.partition_to_write_stats.items():
@@ -64,9 +110,7 @@ def index_records(instant: str, meta: CommitMetadata, latest_files: Mapping[str,
             if not ws.path:
                 continue
             name = ws.path.rsplit("/", 1)[-1]
-            with storage.fs.open_input_file(storage.full_path(ws.path)) as f:
-                footer = pq.ParquetFile(f).metadata
-            ranges = cs.file_column_ranges(footer, name, columns, table_version=version, version=iversion)
+            ranges = _file_ranges(mdt, ws, columns, iversion)
             new_ranges.setdefault(partition, []).extend(ranges)
             column_records.extend(r for _k, r in cs.column_stats_records(version, partition, name, ranges))
     out: dict[str, list[dict[str, Any]]] = {}
