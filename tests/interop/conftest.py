@@ -5,6 +5,10 @@ Every test that uses ``hudi_setup`` (directly, or through ``apache_hudi``) runs 
 keeping version 6, Hudi 1.2 writing its default version 9. A test marked ``hudi_v8`` also runs for Hudi 1.2
 writing version 8 (same timeline layout as 9, other table properties); the ids name the setup (``hudi-1.2-v9``).
 
+A module may list in ``SLOW_SETUPS`` the setups whose runs of it only the long run (``-m slow``) makes: Hudi 1.2
+keeping version 6 repeats, for the harness, lock, update-strategy and our-tables tests, what Hudi 0.15 (version 6)
+and Hudi 1.2 (version 9) show between them.
+
 One worker (one JVM) per bundle serves every setup of that bundle, so Hudi 1.2's three setups share one; pytest
 groups the tests by setup (a session-scoped parameter), and at most one worker runs at a time. A setup whose cache
 is missing skips its tests, or fails them under ``CLUSTERD_REQUIRE_HUDI=1`` (see ``tests/harness/apache_hudi.py``).
@@ -47,7 +51,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "hudi_setup" not in metafunc.fixturenames:
         return
     setups = V8_SETUPS if metafunc.definition.get_closest_marker(V8_MARKER) else DEFAULT_SETUPS
-    metafunc.parametrize("hudi_setup", setups, ids=[s.name for s in setups], indirect=True, scope="session")
+    # a module may name setups whose runs of it are long-run only (``-m slow``): SLOW_SETUPS = ("hudi-1.2-v6",)
+    slow = set(getattr(metafunc.module, "SLOW_SETUPS", ()))
+    params = [pytest.param(s, marks=pytest.mark.slow) if s.name in slow else s for s in setups]
+    metafunc.parametrize("hudi_setup", params, ids=[s.name for s in setups], indirect=True, scope="session")
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,8 @@ from tests.harness.apache_hudi import HudiRequestError, HudiWorker, hudi_write_o
 from tests.harness.daemon_harness import instant_files
 
 pytestmark = pytest.mark.hudi
+# Hudi 1.2 on a version-6 table repeats what 0.15 and 1.2 on version 9 show here: long run only
+SLOW_SETUPS = ("hudi-1.2-v6",)
 
 KEYS = pa.schema([("id", pa.int64()), ("part", pa.string()), ("v", pa.int64())])
 

@@ -38,6 +38,7 @@ from tests.harness.daemon_harness import (
     table_version,
 )
 from tests.harness.hudi_versions import table_service_options
+from tests.harness.metadata_checks import validate_files
 
 pytestmark = pytest.mark.hudi
 
@@ -80,6 +81,7 @@ def test_apache_hudi_executes_a_plan_the_daemon_scheduled(apache_hudi: HudiWorke
     assert replaced == set(plan.group_ids())
     assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
     assert read_hoodie_properties(base)["hoodie.table.version"] == str(apache_hudi.setup.table_version)
+    validate_files(apache_hudi, base, f"ours_by_hudi_{uuid.uuid4().hex[:8]}").assert_clean()
 
 
 @pytest.mark.hudi_v8
@@ -102,6 +104,8 @@ def test_the_daemon_executes_a_plan_apache_hudi_scheduled(apache_hudi: HudiWorke
     assert events_by_key(after.drop_columns(["_hoodie_commit_time"])) == before == expected_events(batches)
     assert instant not in set(after.column("_hoodie_commit_time").to_pylist())
     assert read_hoodie_properties(base)["hoodie.table.version"] == str(apache_hudi.setup.table_version)
+    # and the metadata table Hudi keeps lists exactly what storage holds
+    validate_files(apache_hudi, base, f"hudis_by_us_{uuid.uuid4().hex[:8]}").assert_clean()
 
 
 def props(base: Path, sort_columns: str) -> Path:
@@ -113,8 +117,10 @@ def props(base: Path, sort_columns: str) -> Path:
 def test_hudi_cleaner_archiver_and_views_accept_the_daemons_instants(
         apache_hudi: HudiWorker, table: tuple[Path, list[list[dict[str, Any]]]]) -> None:
     base, batches = table
+    # (Hudi archives no instant newer than the last compaction of its metadata table: compact it often too)
     services = writer(apache_hudi, {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
-                                    "hoodie.cleaner.commits.retained": "1"})
+                                    "hoodie.cleaner.commits.retained": "1",
+                                    "hoodie.metadata.compact.max.delta.commits": "3"})
     # Given two clusterings by the daemon and rollbacks of ours (plans dropped by hand)
     done: list[str] = []
     for b in range(3, 5):
@@ -160,6 +166,7 @@ def test_hudi_cleaner_archiver_and_views_accept_the_daemons_instants(
     assert (done[0], "replacecommit") in {(str(r.get("commit_time")), r.get("action")) for r in archived}, archived
     assert completed(base, "clean"), instant_names(base)
     assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
+    validate_files(apache_hudi, base, views).assert_clean()  # the metadata table, after all of it
     # and Hudi's views and an incremental read across the archived range still work
     assert done[-1] in {str(r.get("commit_time")) for r in apache_hudi.sql(
         f"CALL show_commits(table => '{views}', limit => 100)")} | {str(r.get("commit_time")) for r in archived}
