@@ -9,6 +9,12 @@ state recorded is exactly the state the kill leaves. The moment is anchored to t
 events and timeline files (``Cycle``, ``kill_at``); tight moments (a plan only requested, a file half written,
 the commit under the lock) are checked again with the tree frozen, and the completion is approached by letting
 the daemon run in slices of a few milliseconds.
+
+The timeline helpers read either layout: layout 2 (table versions 8 and 9, ``.hoodie/timeline/``) is seen through
+layout 1's names (``hoodie_names``), so the classifier and the checks work on both. For a table with a metadata
+table (MDT) the classifier also knows the phase ``metadata_committed`` (the clustering's MDT deltacommit is
+completed, its data replacecommit not yet), and ``HudiStreamIngestor`` runs Apache Hudi's streaming writer as
+the ingestion beside the daemon.
 """
 
 from __future__ import annotations
@@ -17,17 +23,19 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.domain.file_group import FileGroupId
@@ -39,8 +47,10 @@ from hudi_clusterd.io.bloom import BloomSettings
 from hudi_clusterd.io.lock import LOCK_FILE, LockOptions, TableLock
 from hudi_clusterd.io.table import HoodieTable
 from tests.builders import make_policy
-from tests.harness.daemon_harness import write_props
+from tests.harness.apache_hudi import HudiWorker
+from tests.harness.daemon_harness import decode_instant, instant_files, instant_metadata, write_props
 from tests.harness.hudi_rs_checks import assert_meta_consistent, assert_no_orphan_files, hudi_rs_rows
+from tests.harness.metadata_checks import validate_files
 
 LOCK_STALE_S = 4.0
 POLL_INTERVAL_S = 1
@@ -326,8 +336,85 @@ class Ingestor:
 # --- what is on disk ------------------------------------------------------------------------------------------
 
 
+# <requested time>[_<completion time>].<action>[.requested|.inflight], or <requested time>.inflight (a commit)
+_INSTANT_NAME = re.compile(r"^(\d+)(?:_(\d+))?\.([a-z]+)(?:\.(requested|inflight))?$")
+
+
+def _listdir(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except FileNotFoundError:
+        return []
+
+
+def _as_layout1(names: Iterable[str]) -> list[str]:
+    """Layout-2 instant file names as layout 1 names them: a completed ``<T>_<C>.<action>`` as ``<T>.<action>``,
+    a pending ``<T>.clustering.<state>`` as ``<T>.replacecommit.<state>``; other files left out."""
+    out = []
+    for n in names:
+        m = _INSTANT_NAME.match(n)
+        if m is None:
+            continue
+        t, _completion, action, state = m.groups()
+        if action == "inflight":  # <T>.inflight: a commit's inflight file
+            out.append(n)
+            continue
+        action = "replacecommit" if action == "clustering" else action
+        out.append(f"{t}.{action}.{state}" if state else f"{t}.{action}")
+    return sorted(out)
+
+
+def timeline_folder(base: Path) -> Path:
+    """Where the instant files are: ``.hoodie/timeline`` (layout 2, table versions 8 and 9) or ``.hoodie``."""
+    layout2 = base / ".hoodie" / "timeline"
+    return layout2 if layout2.is_dir() else base / ".hoodie"
+
+
 def hoodie_names(base: Path) -> list[str]:
+    """The file names in ``.hoodie`` (layout 1), or the instant files of layout 2 named as layout 1 names them
+    (see ``_as_layout1``), so that the helpers below read either layout."""
+    layout2 = base / ".hoodie" / "timeline"
+    if layout2.is_dir():
+        return _as_layout1(_listdir(layout2))
     return sorted(os.listdir(base / ".hoodie"))
+
+
+def completed_replace_file(base: Path, instant: str) -> Path | None:
+    """The completed replacecommit file of ``instant`` (``<T>.replacecommit``, or ``<T>_<C>.replacecommit`` in
+    layout 2), or None."""
+    folder = timeline_folder(base)
+    if folder.name == "timeline":
+        return next((folder / n for n in _listdir(folder) if n.startswith(f"{instant}_")
+                     and n.endswith(".replacecommit")), None)
+    path = folder / f"{instant}.replacecommit"
+    return path if path.exists() else None
+
+
+def completed_replace_files(base: Path) -> list[Path]:
+    """Every completed replacecommit file, by instant time."""
+    folder = timeline_folder(base)
+    pattern = "*_*.replacecommit" if folder.name == "timeline" else "*.replacecommit"
+    return sorted(folder.glob(pattern))
+
+
+def plan_file(base: Path, instant: str) -> Path:
+    """The requested file of clustering ``instant`` (its plan): ``<T>.replacecommit.requested``, or in layout 2
+    ``<T>.clustering.requested`` (a ``<T>.replacecommit.requested`` there too when that is the one present)."""
+    folder = timeline_folder(base)
+    if folder.name == "timeline":
+        clustering = folder / f"{instant}.clustering.requested"
+        if clustering.exists() or not (folder / f"{instant}.replacecommit.requested").exists():
+            return clustering
+    return folder / f"{instant}.replacecommit.requested"
+
+
+def plan_files(base: Path) -> list[Path]:
+    """The requested files of every replacecommit and clustering on the timeline, by instant time."""
+    folder = timeline_folder(base)
+    found = list(folder.glob("*.replacecommit.requested"))
+    if folder.name == "timeline":
+        found += folder.glob("*.clustering.requested")
+    return sorted(found, key=lambda f: f.name)
 
 
 def instant_times(base: Path) -> set[str]:
@@ -342,6 +429,25 @@ def replace_states(names: list[str]) -> dict[str, set[str]]:
         if len(parts) >= 2 and parts[1] == "replacecommit" and parts[0].isdigit():
             out.setdefault(parts[0], set()).add(parts[2] if len(parts) > 2 else "completed")
     return out
+
+
+def metadata_timeline_folder(base: Path) -> Path:
+    """Where the metadata table's instant files are (``.hoodie/metadata/.hoodie[/timeline]``)."""
+    meta = base / ".hoodie" / "metadata" / ".hoodie"
+    return meta / "timeline" if (meta / "timeline").is_dir() else meta
+
+
+def mdt_names(base: Path) -> list[str]:
+    """The metadata table's instant files, named as layout 1 names them (none without a metadata table)."""
+    return _as_layout1(_listdir(metadata_timeline_folder(base)))
+
+
+def mdt_deltacommit_state(base: Path, instant: str) -> str | None:
+    """``completed``, ``inflight`` or ``requested``: how far the metadata deltacommit of data instant ``instant``
+    got; None when the metadata table has none."""
+    states = {n.rsplit(".", 1)[-1] if n.count(".") == 2 else "completed"
+              for n in mdt_names(base) if n.startswith(f"{instant}.deltacommit")}
+    return next((s for s in ("completed", "inflight", "requested") if s in states), None)
 
 
 def process_alive(pid: int) -> bool:
@@ -386,7 +492,7 @@ def is_complete_parquet(path: Path) -> bool:
 
 
 def plan_groups(base: Path, instant: str) -> int:
-    f = base / ".hoodie" / f"{instant}.replacecommit.requested"
+    f = plan_file(base, instant)
     meta = decode_requested_replace(f.read_bytes(), str(f))
     return len(meta.clustering_plan.input_groups) if meta and meta.clustering_plan else 0
 
@@ -405,12 +511,15 @@ class KillState:
     lock_held_by_daemon: bool
     cycles_done: int  # clusterings this daemon run had completed
     last_event: str | None
+    mdt: str | None = None  # the state of the instant's metadata deltacommit (tables with a metadata table)
 
 
 PHASES = ("before_plan", "requested", "claimed", "writing", "between_files", "before_completion",
-          "during_completion", "rolling_back")
+          "during_completion", "metadata_committed", "rolling_back")
 # the phases issue #6 names; each must be hit at least once in the long run
 REQUIRED_PHASES = ("before_plan", "requested", "writing", "between_files", "before_completion", "during_completion")
+# on a table with a metadata table, also: its deltacommit completed, the data replacecommit not yet
+MDT_REQUIRED_PHASES = (*REQUIRED_PHASES, "metadata_committed")
 
 
 def classify(base: Path, daemon: CrashableDaemon, known: set[str]) -> KillState:
@@ -418,7 +527,8 @@ def classify(base: Path, daemon: CrashableDaemon, known: set[str]) -> KillState:
 
     ``known`` are the instant times on the timeline before this daemon run started. With no plan pending the
     daemon is before a plan: its first of this run, or the next one after a cycle it completed and cleaned up
-    (the two leave the same state behind; ``cycles_done`` tells them apart)."""
+    (the two leave the same state behind; ``cycles_done`` tells them apart). On a table with a metadata table, a
+    pending plan whose metadata deltacommit is completed is ``metadata_committed``."""
     names = hoodie_names(base)
     events = daemon.poll_events()
     last = str(events[-1].get("event")) if events else None
@@ -437,10 +547,13 @@ def classify(base: Path, daemon: CrashableDaemon, known: set[str]) -> KillState:
     groups = plan_groups(base, instant) if "requested" in states else 0
     finished = daemon.count("group finished", instant)
     heartbeat = (base / ".hoodie" / ".heartbeat" / instant).exists()
+    mdt = mdt_deltacommit_state(base, instant)
     if "completed" in states:  # the last plan of this run is done; in its clean-up, or before the next plan
         phase = "during_completion" if files or heartbeat else ("rolling_back" if rolling_back else "before_plan")
     elif rolling_back:
         phase = "rolling_back"
+    elif mdt == "completed":
+        phase = "metadata_committed"
     elif "inflight" not in states:
         phase = "requested"
     elif not files:
@@ -452,7 +565,7 @@ def classify(base: Path, daemon: CrashableDaemon, known: set[str]) -> KillState:
     else:
         phase = "during_completion" if held else "before_completion"
     return KillState(phase, instant, tuple(sorted(states)), len(files), partial, groups, finished, held, len(done),
-                     last)
+                     last, mdt)
 
 
 def pending_plan(base: Path) -> bool:
@@ -466,7 +579,7 @@ def pending_plan(base: Path) -> bool:
 def clustering_plans(base: Path) -> dict[str, list[FileGroupId]]:
     """Every clustering plan on the timeline (its requested file), decoded with the project's Avro reader."""
     out: dict[str, list[FileGroupId]] = {}
-    for f in sorted((base / ".hoodie").glob("*.replacecommit.requested")):
+    for f in plan_files(base):
         meta = decode_requested_replace(f.read_bytes(), str(f))
         if meta is not None and meta.clustering_plan is not None:
             out[f.name.split(".", 1)[0]] = meta.clustering_plan.group_ids()
@@ -480,16 +593,16 @@ def assert_plans_disjoint(base: Path) -> int:
     owner: dict[FileGroupId, str] = {}
     plans = clustering_plans(base)
     for t, gids in sorted(plans.items()):
-        completed = base / ".hoodie" / f"{t}.replacecommit"
-        if completed.exists():
-            committed = json.loads(completed.read_text()).get("partitionToReplaceFileIds", {})
+        completed = completed_replace_file(base, t)
+        if completed is not None:
+            committed = decode_instant(completed.read_bytes(), str(completed)).get("partitionToReplaceFileIds") or {}
             gids = [(p, f) for p, fids in committed.items() for f in fids]
         for gid in gids:
             assert gid not in owner, f"file group {gid} is in plans {owner[gid]} and {t}"
             owner[gid] = t
     replaced: dict[tuple[str, str], str] = {}
-    for f in sorted((base / ".hoodie").glob("*.replacecommit")):
-        for p, fids in json.loads(f.read_text()).get("partitionToReplaceFileIds", {}).items():
+    for f in completed_replace_files(base):
+        for p, fids in (decode_instant(f.read_bytes(), str(f)).get("partitionToReplaceFileIds") or {}).items():
             for fid in fids:
                 assert (p, fid) not in replaced, f"file group {fid} ({p}) replaced by {replaced[(p, fid)]} and {f.name}"
                 replaced[(p, fid)] = f.name
@@ -633,6 +746,8 @@ def recover_with_execute(spark: Any, base: Path, policy: ClusteringPolicy) -> li
 
 ANCHORS = ("uniform", "before_plan", "requested", "writing", "between_files", "before_completion",
            "during_completion")
+# tables with a metadata table: also right after the clustering's metadata deltacommit completed
+MDT_ANCHORS = (*ANCHORS, "metadata_committed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -650,7 +765,7 @@ class KillPlan:
     def draw(rng: random.Random, anchor: str) -> KillPlan:
         delay = {"uniform": rng.uniform(0, 30), "before_plan": rng.uniform(0, 3), "requested": 0.0,
                  "writing": 0.0, "between_files": rng.uniform(0, 0.3), "before_completion": rng.uniform(0, 0.08),
-                 "during_completion": 0.0}[anchor]
+                 "during_completion": 0.0, "metadata_committed": 0.0}[anchor]
         return KillPlan(anchor, round(delay, 3), rng.randint(1, 8), "driver" if rng.random() < 0.25 else "tree",
                         rng.choice(["pre_commit", "post_commit"]))
 
@@ -701,13 +816,20 @@ class Cycle:
         p = self.plan()
         if p is None or not self.all_groups_finished():
             return None
-        if (self.base / ".hoodie" / f"{p[0]}.replacecommit").exists():
+        if completed_replace_file(self.base, p[0]) is not None:
             leftovers = marker_files(self.base, p[0]) or (self.base / ".hoodie" / ".heartbeat" / p[0]).exists()
             return "post_commit" if leftovers else None
         return "pre_commit" if lock_owner_pid(self.base) == self.daemon.pid else None
 
     def completing(self) -> bool:
         return self.completion_step() is not None
+
+    def metadata_committed(self) -> bool:
+        """The plan's metadata deltacommit is completed (the daemon logged it) and its replacecommit not yet."""
+        p = self.plan()
+        return (p is not None and self.daemon.count("metadata table updated", p[0]) > 0
+                and mdt_deltacommit_state(self.base, p[0]) == "completed"
+                and completed_replace_file(self.base, p[0]) is None)
 
     def armed(self, anchor: str, kth_group: int) -> bool:
         """Whether the anchor's moment has come (the delay is added after)."""
@@ -721,6 +843,8 @@ class Cycle:
             return self.partly_written()
         if anchor == "during_completion":
             return self.completing()
+        if anchor == "metadata_committed":
+            return self.metadata_committed()
         p = self.plan()
         if p is None:
             return False
@@ -734,12 +858,13 @@ class Cycle:
         p = self.plan()
         if anchor == "writing":
             return self.all_groups_finished()
-        if anchor == "during_completion" and p is not None:
-            return (self.base / ".hoodie" / f"{p[0]}.replacecommit").exists()
+        if anchor in ("during_completion", "metadata_committed") and p is not None:
+            return completed_replace_file(self.base, p[0]) is not None
         return False
 
 
-TIGHT_ANCHORS = ("before_plan", "requested", "writing", "during_completion")  # checked again, frozen
+TIGHT_ANCHORS = ("before_plan", "requested", "writing", "during_completion",
+                 "metadata_committed")  # checked again, frozen
 STEP_BUDGET_S = 20.0
 
 
@@ -756,7 +881,7 @@ def step_into_completion(daemon: CrashableDaemon, cycle: Cycle, want: str = "pre
         if step == want:
             return True
         p = cycle.plan()
-        if p is not None and (cycle.base / ".hoodie" / f"{p[0]}.replacecommit").exists() and step is None:
+        if p is not None and completed_replace_file(cycle.base, p[0]) is not None and step is None:
             return False  # committed and cleaned up
         if want == "pre_commit" and step == "post_commit":
             return False
@@ -813,3 +938,359 @@ def summarize(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
     for r in records:
         out[str(r[key])] = out.get(str(r[key]), 0) + 1
     return dict(sorted(out.items()))
+
+
+def count_events(logs: Iterable[Path], names: Sequence[str]) -> dict[str, int]:
+    """How often each event of ``names`` appears in the JSON logs ``logs`` (the daemons' stderr)."""
+    counts = dict.fromkeys(names, 0)
+    for log in logs:
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith("{"):
+                try:
+                    event = json.loads(line).get("event")
+                except json.JSONDecodeError:
+                    continue
+                if event in counts:
+                    counts[event] += 1
+    return counts
+
+
+# --- Apache Hudi's streaming writer as the ingestion (a table of version 8 or 9 with a metadata table) ---------
+
+
+STREAM_SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("val", pa.int64()), ("ts", pa.int64())])
+STREAM_COLUMNS = ["id", "part", "val", "ts"]
+STREAM_PARTS = ("p0", "p1", "p2")
+STREAM_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"  # extraMetadata of a commit of Hudi's streaming sink
+StreamRow = tuple[str, int, int]  # part, val, ts
+
+
+@dataclass
+class StreamStats:
+    batches: int = 0
+    insert_batches: int = 0  # new keys only
+    upsert_batches: int = 0  # new keys and updates of earlier ones
+    updated_keys: int = 0
+    batch_seconds: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+class HudiStreamIngestor:
+    """Apache Hudi's streaming writer (``writeStream.format("hudi")`` in a ``HudiWorker``, one micro-batch per
+    JSON-lines file dropped into its source folder) fed by a thread; keeps every batch, so the expected snapshot
+    (key -> latest row) after any number of committed batches is exact.
+
+    Batch 0 inserts ``HOT_KEYS`` keys (files above the clustering's small-file limit, so plans leave them out);
+    every later batch inserts new keys in every partition, and about half of them also update hot keys and now
+    and then a key of any earlier batch, whose small file a clustering may be rewriting (Hudi's ordering field
+    ``ts`` is the batch number). The feeder drops the next file once the previous batch committed (a short random
+    pause between), so batch ``n`` is Spark's micro-batch ``n``."""
+
+    HOT_KEYS = 600
+    INSERTS = 9
+
+    def __init__(self, worker: HudiWorker, folder: Path, base: Path, seed: int, options: Mapping[str, str],
+                 name: str = "events") -> None:
+        self.worker = worker
+        self.base = base
+        self.name = name
+        self.identifier = options["hoodie.datasource.write.streaming.checkpoint.identifier"]
+        self.rng = random.Random(seed)
+        self.batches: list[list[dict[str, Any]]] = []
+        self.stats = StreamStats()
+        self.source, self.staging = folder / "source", folder / "staging"
+        self.source.mkdir(parents=True)
+        self.staging.mkdir()
+        schema = folder / "schema.parquet"
+        pq.write_table(pa.Table.from_pylist([], schema=STREAM_SCHEMA), schema)
+        self._log_start = worker.log_path.stat().st_size if worker.log_path.exists() else 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        worker.stream_start(name, source_dir=self.source, schema_from=schema, base_path=base,
+                            checkpoint_dir=folder / "checkpoint", options=dict(options), source_format="json")
+
+    # -- batches --
+
+    def _make_batch(self, n: int) -> list[dict[str, Any]]:
+        if n == 0:
+            ids = list(range(self.HOT_KEYS))
+            self.stats.insert_batches += 1
+            return [{"id": i, "part": STREAM_PARTS[i % len(STREAM_PARTS)], "val": i, "ts": 0} for i in ids]
+        first = self.HOT_KEYS + (n - 1) * self.INSERTS
+        ids = list(range(first, first + self.INSERTS))
+        if self.rng.random() < 0.5:
+            updates = set(self.rng.sample(range(self.HOT_KEYS), 3))
+            if first > self.HOT_KEYS and self.rng.random() < 0.25:
+                updates.add(self.rng.randrange(self.HOT_KEYS, first))
+            ids += sorted(updates)
+            self.stats.upsert_batches += 1
+            self.stats.updated_keys += len(updates)
+        else:
+            self.stats.insert_batches += 1
+        return [{"id": i, "part": STREAM_PARTS[i % len(STREAM_PARTS)], "val": n * 1000 + i, "ts": n} for i in ids]
+
+    def _drop(self) -> int:
+        """Write the next batch beside the source folder and move it in whole; returns the batch count."""
+        n = len(self.batches)
+        rows = self._make_batch(n)
+        self.batches.append(rows)
+        staged = self.staging / f"batch-{n:04d}.json"
+        staged.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        os.replace(staged, self.source / staged.name)
+        return n + 1
+
+    def expected(self, batches: int | None = None) -> dict[int, StreamRow]:
+        """Key -> (part, val, ts) after the first ``batches`` batches (all fed batches by default)."""
+        out: dict[int, StreamRow] = {}
+        for rows in self.batches[:batches]:
+            for r in rows:
+                out[int(r["id"])] = (r["part"], r["val"], r["ts"])
+        return out
+
+    # -- the stream --
+
+    def status(self) -> dict[str, Any]:
+        """The query's status; a failure (an exception, or the query no longer active) is recorded and raised."""
+        status = self.worker.stream_status(self.name)
+        self._check(status)
+        return status
+
+    def _check(self, status: Mapping[str, Any]) -> None:
+        if status.get("exception") is not None or not status.get("active"):
+            failure = f"streaming query stopped: {str(status.get('exception'))[:2000]}"
+            if failure not in self.stats.failures:
+                self.stats.failures.append(failure)
+            raise AssertionError(failure)
+
+    def _wait(self, batches: int, timeout: float, stop: threading.Event | None) -> bool:
+        """Until the query has run ``batches`` micro-batches (True), ``stop`` is set (False) or it failed. Asks
+        in short requests, so that other requests to the worker interleave."""
+        started = time.monotonic()
+        while True:
+            status = self.worker.stream_status(self.name, wait_for_batches=batches, timeout=1.0)
+            self._check(status)
+            if int(status["batches"]) >= batches:
+                self.stats.batches = int(status["batches"])
+                return True
+            if stop is not None and stop.is_set():
+                return False
+            if time.monotonic() - started > timeout:
+                failure = f"micro-batch {batches - 1} not committed within {timeout:.0f}s"
+                self.stats.failures.append(failure)
+                raise AssertionError(failure)
+
+    def feed_once(self, timeout: float = 300) -> None:
+        """Drop one batch and wait until it is committed (the feeder thread must not run)."""
+        assert self._thread is None
+        started = time.monotonic()
+        self._wait(self._drop(), timeout, None)
+        self.stats.batch_seconds.append(round(time.monotonic() - started, 1))
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                if not self._wait(self._drop(), 600, self._stop):
+                    return
+                self.stats.batch_seconds.append(round(time.monotonic() - started, 1))
+                if self._stop.wait(self.rng.uniform(0.0, 1.0)):
+                    return
+        except Exception as e:  # recorded; pause() and the test assert on it
+            if not self.stats.failures:
+                self.stats.failures.append(f"{type(e).__name__}: {e}")
+
+    def start(self) -> None:
+        assert self._thread is None
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="hudi-stream-feeder", daemon=True)
+        self._thread.start()
+
+    def halt(self) -> None:
+        """Drop no more files; a batch in flight goes on (it may wait for the table lock a killed daemon left)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(120)
+            assert not self._thread.is_alive(), "the feeder did not stop within 120s"
+            self._thread = None
+
+    def pause(self, timeout: float = 400, *, check: bool = True) -> None:
+        """Drop no more files and wait until every dropped batch is committed; with ``check``, fail if a batch
+        failed for good."""
+        self.halt()
+        try:
+            self._wait(len(self.batches), timeout, None)
+        except AssertionError:
+            if check:
+                raise
+        assert not check or not self.stats.failures, f"streaming ingestion failed: {self.stats.failures}"
+
+    def stop(self) -> dict[str, Any]:
+        """Stop the query (``pause`` first); returns its last status."""
+        self.halt()
+        return self.worker.stream_stop(self.name)
+
+    def committed_batches(self) -> int:
+        """How many batches the timeline holds completed commits of (from the streaming sink's checkpoint in each
+        commit's metadata): the batches readers must see, even while one waits for a lock."""
+        done = -1
+        for f in instant_files(self.base):
+            if f.state == "completed" and f.action == "commit":
+                raw = (instant_metadata(f).get("extraMetadata") or {}).get(STREAM_CHECKPOINT_KEY)
+                if raw:
+                    done = max(done, int(json.loads(raw).get(self.identifier, -1)))
+        return done + 1
+
+    def check_readers(self, what: str, attempts: int = 5) -> int:
+        """While the stream runs: Hudi's snapshot read and hudi-rs each read exactly the batches the timeline holds
+        (read again when a batch committed during the read). Returns that batch count."""
+        readers = (("Hudi's snapshot read", lambda: self.worker.read(self.base, columns=STREAM_COLUMNS).to_pylist()),
+                   ("hudi-rs", lambda: hudi_rs_rows(self.base, STREAM_COLUMNS, "id")))
+        done = 0
+        for reader, read in readers:
+            for _ in range(attempts):
+                done = self.committed_batches()
+                rows = read()
+                if self.committed_batches() == done:
+                    _assert_same(stream_rows(rows, f"{what}, {reader}"), self.expected(done), f"{what}: {reader}")
+                    break
+            else:
+                raise AssertionError(f"{what}: a batch committed during each of {attempts} reads by {reader}")
+        return done
+
+    def retried_batches(self) -> list[str]:
+        """What Hudi's streaming sink logged about micro-batches that failed (and were retried) since the start."""
+        with open(self.worker.log_path, encoding="utf-8", errors="replace") as log:
+            log.seek(self._log_start)
+            lines = log.readlines()
+        return ["".join(lines[i:i + 3]) for i, line in enumerate(lines)
+                if "Micro batch id=" in line and "succeeded" not in line]
+
+
+def stream_rows(rows: Iterable[Mapping[str, Any]], what: str) -> dict[int, StreamRow]:
+    """Rows read back as key -> (part, val, ts); a key read twice fails."""
+    out: dict[int, StreamRow] = {}
+    for r in rows:
+        assert int(r["id"]) not in out, f"{what}: key {r['id']} read twice"
+        out[int(r["id"])] = (r["part"], r["val"], r["ts"])
+    return out
+
+
+def _assert_same(got: Mapping[int, StreamRow], expected: Mapping[int, StreamRow], what: str) -> None:
+    if got != expected:
+        missing = sorted(set(expected) - set(got))[:5]
+        extra = sorted(set(got) - set(expected))[:5]
+        stale = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])[:5]
+        raise AssertionError(f"{what} differs from the expected rows ({len(got)} vs {len(expected)} keys; missing "
+                             f"{missing}, unexpected {extra}, stale {stale})")
+
+
+def assert_stream_rows(worker: HudiWorker, base: Path, expected: Mapping[int, StreamRow], what: str) -> None:
+    """Hudi's snapshot read (listing through the metadata table) and hudi-rs both read exactly ``expected``."""
+    for reader, rows in (("Hudi's snapshot read", lambda: worker.read(base, columns=STREAM_COLUMNS).to_pylist()),
+                         ("hudi-rs", lambda: hudi_rs_rows(base, STREAM_COLUMNS, "id"))):
+        _assert_same(stream_rows(rows(), f"{what}, {reader}"), expected, f"{what}: {reader}")
+
+
+_MDT_LOG = re.compile(r"^\.(.+)_(\d+)\.log\.(\d+)_(.+)$")
+_MDT_BASE = re.compile(r"^(.+)_(\d+-\d+-\d+)_(\d+)\.hfile$")
+
+
+def mdt_orphan_files(base: Path) -> list[str]:
+    """Files of the metadata table (layout 2: a log file is named after its deltacommit, an HFile after its
+    compaction) whose instant is neither completed in the metadata timeline nor older than its first instant
+    (archived). Written by an attempt that never completed or was rolled back, they should be gone."""
+    names = mdt_names(base)
+    done = {n.split(".", 1)[0] for n in names if n.count(".") == 1}
+    active = sorted(n.split(".", 1)[0] for n in names if not n.startswith("0000000000000"))
+    first = active[0] if active else None
+    out = []
+    root = base / ".hoodie" / "metadata"
+    for folder in (d for d in _listdir(root) if not d.startswith(".")):
+        for n in _listdir(root / folder):
+            m = _MDT_LOG.match(n) or _MDT_BASE.match(n)
+            if m is None:
+                continue
+            instant = m.group(2) if m.re is _MDT_LOG else m.group(3)
+            if instant not in done and (first is None or instant >= first):
+                out.append(f"{folder}/{n}")
+    return sorted(out)
+
+
+def mdt_pending_instants(base: Path) -> list[str]:
+    """The metadata table's requested or inflight instant files whose instant has no completed file (by time: a
+    compaction completes as a ``commit``)."""
+    names = mdt_names(base)
+    done = {n.split(".", 1)[0] for n in names if n.count(".") == 1}
+    return [n for n in names if n.count(".") == 2 and n.split(".", 1)[0] not in done]
+
+
+def stream_pending_work(base: Path) -> list[str]:
+    """``pending_work`` plus the metadata table's pending instants, markers and heartbeats."""
+    out = pending_work(base)
+    out += [f"metadata table: {n}" for n in mdt_pending_instants(base)]
+    meta = base / ".hoodie" / "metadata" / ".hoodie"
+    out += [f"metadata table: markers of {d.name}" for d in _entries(meta / ".temp") if _entries(d, recursive=True)]
+    out += [f"metadata table: heartbeat {p.name}" for p in _entries(meta / ".heartbeat")]
+    return out
+
+
+def check_stream_recovered(worker: HudiWorker, base: Path, table_name: str, expected: Mapping[int, StreamRow],
+                           what: str) -> dict[str, Any]:
+    """A table Hudi's stream writes, at rest (stream paused, daemon idle): exact rows through Hudi (listing
+    through the metadata table) and hudi-rs, unique keys, no orphan data file and no metadata-table file of an
+    instant that did not complete, nothing pending (data table and metadata table), the lock takeable, no file
+    group in two plans, and the metadata table listing exactly the data files in storage (``validate_files``).
+    Returns what the checks counted."""
+    assert_stream_rows(worker, base, expected, what)
+    assert assert_meta_consistent(base) == len(expected), f"{what}: duplicate or missing record keys"
+    referenced = assert_no_orphan_files(base)
+    orphans = mdt_orphan_files(base)
+    assert not orphans, f"{what}: metadata-table files of instants that never completed: {orphans[:5]}"
+    left = stream_pending_work(base)
+    assert not left, f"{what}: left behind after recovery: {left}"
+    options = LockOptions(timeout_s=LOCK_STALE_S + 10, stale_s=LOCK_STALE_S)
+    lock = TableLock(HoodieTable.open(str(base)).storage, options)
+    with lock.held():
+        pass
+    plans = assert_plans_disjoint(base)
+    validation = validate_files(worker, base, table_name)
+    try:
+        validation.assert_clean()
+    except AssertionError as e:
+        raise AssertionError(f"{what}: {e}") from None
+    return {"files_referenced": referenced, "mdt_files_checked": len(validation.rows), "plans": plans,
+            "tmp_left": len(leftover_tmp_files(base))}
+
+
+def wait_stream_at_rest(base: Path, daemon: CrashableDaemon, *, quiet_s: float = 2.5, timeout: float = 300) -> None:
+    """``wait_at_rest``, the metadata table's pending work included."""
+    deadline = time.monotonic() + timeout
+    quiet_since: float | None = None
+    while True:
+        daemon.poll_events()
+        if daemon.proc.poll() is not None:
+            raise AssertionError(f"daemon exited with {daemon.proc.returncode}; see {daemon.log_file}")
+        busy = stream_pending_work(base)
+        now = time.monotonic()
+        if busy:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= quiet_s:
+            return
+        if now > deadline:
+            raise AssertionError(f"table not at rest after {timeout:.0f}s: {busy}; see {daemon.log_file}")
+        time.sleep(0.1)
+
+
+def check_stream_at_rest(worker: HudiWorker, base: Path, daemon: CrashableDaemon, table_name: str,
+                         expected: Mapping[int, StreamRow], what: str) -> dict[str, Any]:
+    """``check_stream_recovered`` while a daemon runs (the stream paused): wait until the daemon is idle, check,
+    and redo if it started something meanwhile."""
+    for _ in range(5):
+        wait_stream_at_rest(base, daemon)
+        before = hoodie_names(base) + mdt_names(base)
+        result = check_stream_recovered(worker, base, table_name, expected, what)
+        if hoodie_names(base) + mdt_names(base) == before:
+            return result
+    raise AssertionError(f"{what}: the daemon never stayed idle long enough to check the table")
