@@ -1,7 +1,7 @@
 """The mission's scenario against real Apache Hudi (issue #14, must-show 1): a Structured Streaming query writing
 ``format("hudi")`` runs while a real ``hudi-clusterd run`` process clusters the same table beside it.
 
-Once per Hudi setup (0.15; 1.2 on a version-6 table; 1.2 on a version-9 table). The stream reads JSON-lines files
+Once per Hudi setup (0.15; 1.2 on a version-9 table; 1.2 on a version-6 table in the long run only). The stream reads JSON-lines files
 dropped into its source folder, one file per micro-batch; each file inserts new keys and upserts earlier ones
 across three partitions, so the expected key → latest value map after every batch is known. The writer runs with
 the settings docs/writers.md gives (OCC with the file-system lock, LAZY failed-writes cleaning, the metadata table
@@ -40,6 +40,8 @@ from tests.harness.metadata_checks import metadata_partitions, validate_files
 from tests.support import free_port
 
 pytestmark = pytest.mark.hudi
+# Hudi 1.2 on a version-6 table repeats what 0.15 and 1.2 on version 9 show here: long run only
+SLOW_SETUPS = ("hudi-1.2-v6",)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("val", pa.int64()), ("ts", pa.int64())])
 PARTS = ("p0", "p1", "p2")
