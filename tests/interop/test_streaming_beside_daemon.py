@@ -1,14 +1,14 @@
 """The mission's scenario against real Apache Hudi (issue #14, must-show 1): a Structured Streaming query writing
 ``format("hudi")`` runs while a real ``hudi-clusterd run`` process clusters the same table beside it.
 
-Once per Hudi setup (0.15; 1.2 on a version-9 table; 1.2 on a version-6 table in the long run only). The stream reads JSON-lines files
-dropped into its source folder, one file per micro-batch; each file inserts new keys and upserts earlier ones
-across three partitions, so the expected key → latest value map after every batch is known. The writer runs with
-the settings docs/writers.md gives (OCC with the file-system lock, LAZY failed-writes cleaning, the metadata table
-on as by Hudi's default, no clustering of its own, updates allowed into planned file groups). The daemon clusters
-every 3 commits.
-Afterwards Hudi's snapshot, incremental and time-travel queries, and hudi-rs, must all read exactly the expected
-rows, the table keeps the setup's version, and its metadata table lists exactly what storage holds.
+Once per Hudi setup (0.15; 1.2 on a version-9 table; 1.2 on a version-6 table in the long run only). The stream
+reads JSON-lines files dropped into its source folder, one file per micro-batch; each file inserts new keys and
+upserts earlier ones across three partitions, so the expected key → latest value map after every batch is known.
+The writer runs with the settings docs/writers.md gives (OCC with the file-system lock, LAZY failed-writes
+cleaning, the metadata table on as by Hudi's default, no clustering of its own, updates allowed into planned file
+groups). The daemon clusters every 3 commits. Afterwards Hudi's snapshot, incremental and time-travel queries, and
+hudi-rs, must all read exactly the expected rows, the table keeps the setup's version, and its metadata table
+lists exactly what storage holds.
 """
 
 from __future__ import annotations
