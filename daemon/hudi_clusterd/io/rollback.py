@@ -6,7 +6,8 @@ The steps, all under the table lock, in an order that is safe to interrupt and r
    whose name carries instant time T;
 2. write ``R.rollback.requested`` (Avro ``HoodieRollbackPlan``) and an empty ``R.rollback.inflight``, R being a
    fresh instant time;
-3. delete exactly those files: only paths inside the table's base path, outside ``.hoodie``, parsing as base
+3. on a table with a metadata table, roll back T's metadata deltacommit (`MetadataTable.rollback`);
+   then delete exactly those files: only paths inside the table's base path, outside ``.hoodie``, parsing as base
    files of instant T (a file of any other instant is never touched);
 4. write ``R.rollback`` (Avro ``HoodieRollbackMetadata``);
 5. delete T's markers and heartbeat, then ``T``'s inflight file and, when asked, its requested file.

@@ -4,16 +4,16 @@ Under the lock, the timeline is listed and the plan's partitions (only those) ar
 another writer took for another action meanwhile withdraws the clustering (`InstantCollisionError`). Files that
 have a marker of the instant but no write stat (failed or duplicate task attempts, or a writer of a dead earlier
 attempt that outlived its driver) are deleted; if an input file group got a newer slice, was replaced, is claimed
-by another plan or is being written by a pending instant (its markers, or the file ids its inflight state
-declares; while a live writer's instant is only requested the commit waits for it, and right after a writer
-completed it waits to see whether the next one starts, see `complete`), *ingestion wins*: that plan group is left
-out (its files deleted, its file groups not replaced). Then ``T.replacecommit`` is written
-(operationType CLUSTER, a write stat per new file, every kept input group replaced, ``extraMetadata.schema``),
-which is the commit point; the markers go after it. When every group of a plan of ours moved, the commit replaces
-nothing and writes nothing: the plan is never deleted, because Apache Hudi writers list the timeline and then
-read every pending plan in it, and a plan file that vanishes in between fails their write (``HoodieIOException``,
-F12). Another writer's plan whose every group moved is refused instead (``CommitConflictError``), for that writer
-to decide.
+by another plan or is being written by a pending instant (its markers, or the file ids its inflight state declares;
+while a live writer's instant is only requested the commit waits for it, and right after a writer completed it
+waits to see whether the next one starts, see `complete`), *ingestion wins*: that plan group is left out (its files
+deleted, its file groups not replaced). On a table with a metadata table, its deltacommit ``T`` completes first
+(`MetadataTable.commit`). Then ``T.replacecommit`` is written (operationType CLUSTER, a write stat per new file,
+every kept input group replaced, ``extraMetadata.schema``), which is the commit point; the markers go after it.
+When every group of a plan of ours moved, the commit replaces nothing and writes nothing: the plan is never
+deleted, because Apache Hudi writers list the timeline and then read every pending plan in it, and a plan file that
+vanishes in between fails their write (``HoodieIOException``, F12). Another writer's plan whose every group moved
+is refused instead (``CommitConflictError``), for that writer to decide.
 """
 
 from __future__ import annotations
