@@ -58,7 +58,7 @@ SLOW_POINTS = 50
 KILL_TIMEOUT_S = 300  # a micro-batch of Hudi 1.2 with its metadata table takes 5-15 s on two cores
 # Hudi's writer settings beside the daemon (docs/writers.md, through hudi_write_options) with its metadata table on
 STREAM_OPTIONS: Mapping[str, str] = {
-    "hoodie.metadata.enable": "true",  # Hudi's default, which the project's writer options still turn off
+    "hoodie.metadata.enable": "true",  # Hudi's default, set explicitly: what this run is about
     "hoodie.datasource.write.streaming.checkpoint.identifier": "events-stream",  # required under OCC
     "hoodie.datasource.write.streaming.ignore.failed.batch": "false",  # a batch failing for good stops the query
     "hoodie.parquet.small.file.limit": "0",  # every insert makes new (small) file groups to cluster
