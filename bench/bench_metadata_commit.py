@@ -243,15 +243,15 @@ class Probe:
 @contextmanager
 def probes() -> Iterator[list[Probe]]:
     """Wrap ``complete`` and ``prepare_metadata`` (where ``ops/execute.py`` looks them up), ``MetadataTable.commit``
-    and ``index_records`` (where ``ops/commit.py`` looks it up) with timers; each clustering appends one `Probe` to
-    the list before it runs. The originals are put back on exit."""
-    import hudi_clusterd.ops.commit as commit_mod
+    and ``index_records`` (where ``io/metadata/writer.py`` looks it up) with timers; each clustering appends one
+    `Probe` to the list before it runs. The originals are put back on exit."""
+    import hudi_clusterd.io.metadata.writer as writer_mod
     import hudi_clusterd.ops.execute as execute_mod
 
     runs: list[Probe] = []
     # (owner, name) of each wrapped function: looked up by name, as the modules that call them do
     complete_at, mdt_commit_at, index_records_at = (execute_mod, "complete"), (MetadataTable, "commit"), \
-        (commit_mod, "index_records")
+        (writer_mod, "index_records")
     prepare_at = (execute_mod, "prepare_metadata")
     original_complete = getattr(*complete_at)
     original_prepare = getattr(*prepare_at)
@@ -414,17 +414,6 @@ def prepare_plain(cache: Path, dst: Path) -> Path:
 # --- what the metadata table holds afterwards -------------------------------------------------------------------
 
 
-def storage_files(table: HoodieTable) -> dict[str, dict[str, int]]:
-    """Every base file on storage of a completed instant, by partition (what the files partition must list until
-    the cleaner deletes replaced files)."""
-    completed = {i.time for i in table.timeline().completed()}
-    out: dict[str, dict[str, int]] = {}
-    for bf in table.list_base_files():
-        if bf.instant_time in completed:
-            out.setdefault(bf.partition_path, {})[bf.file_name] = bf.size
-    return out
-
-
 def footer_range(path: str, column: str) -> tuple[Any, Any, int, int]:
     """min, max, value count and null count of ``column`` from a file's footer (its row groups' statistics)."""
     meta = pq.ParquetFile(path).metadata
@@ -437,12 +426,14 @@ def footer_range(path: str, column: str) -> tuple[Any, Any, int, int]:
 def check_mdt(base: Path, instant: str, new_paths: Sequence[str]) -> dict[str, Any]:
     """The metadata table after the clustering: its files partition lists exactly the completed base files on
     storage, and the new files' column statistics equal their footers'."""
+    from tests.harness.metadata_checks import committed_base_files
+
     table = HoodieTable.open(str(base))
     mdt = table.metadata_table()
     assert mdt is not None
     done = [i.time for i in table.timeline().completed()]
     listed = {p: f for p, f in mdt.live_files(done).items() if f}
-    on_storage = storage_files(table)
+    on_storage = committed_base_files(table)
     files_ok = listed == on_storage
     missing = sorted(n for p, fs in on_storage.items() for n in fs if n not in listed.get(p, {}))
     extra = sorted(n for p, fs in listed.items() for n in fs if n not in on_storage.get(p, {}))

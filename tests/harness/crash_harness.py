@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -691,15 +691,18 @@ def check_recovered(base: Path, expected: list[dict[str, Any]], what: str) -> li
     return leftover_tmp_files(base)
 
 
-def wait_at_rest(base: Path, daemon: CrashableDaemon, *, quiet_s: float = 2.5, timeout: float = 240) -> None:
-    """Until the running daemon has nothing pending on the table for ``quiet_s`` in a row."""
+def wait_at_rest(base: Path, daemon: CrashableDaemon, *, quiet_s: float = 2.5, timeout: float = 240,
+                 pending: Callable[[Path], list[str]] | None = None) -> None:
+    """Until the running daemon has nothing pending on the table (``pending``, default `pending_work`) for
+    ``quiet_s`` in a row."""
+    pending = pending or pending_work
     deadline = time.monotonic() + timeout
     quiet_since: float | None = None
     while True:
         daemon.poll_events()
         if daemon.proc.poll() is not None:
             raise AssertionError(f"daemon exited with {daemon.proc.returncode}; see {daemon.log_file}")
-        busy = pending_work(base)
+        busy = pending(base)
         now = time.monotonic()
         if busy:
             quiet_since = None
@@ -938,6 +941,27 @@ def summarize(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
     for r in records:
         out[str(r[key])] = out.get(str(r[key]), 0) + 1
     return dict(sorted(out.items()))
+
+
+def crash_seed() -> int:
+    """``CLUSTERD_CRASH_SEED`` (to replay a run), else a fresh random seed."""
+    raw = os.environ.get("CLUSTERD_CRASH_SEED")
+    return int(raw) if raw else random.SystemRandom().randrange(2**31)
+
+
+def crash_points(default: int) -> int:
+    """``CLUSTERD_CRASH_POINTS``, else ``default``."""
+    raw = os.environ.get("CLUSTERD_CRASH_POINTS")
+    return int(raw) if raw else default
+
+
+def crash_anchors(known: Sequence[str]) -> list[str]:
+    """``CLUSTERD_CRASH_ANCHORS`` (a comma-separated subset of ``known``), else every anchor of ``known``."""
+    raw = os.environ.get("CLUSTERD_CRASH_ANCHORS")
+    chosen = [a.strip() for a in raw.split(",") if a.strip()] if raw else list(known)
+    unknown = set(chosen) - set(known)
+    assert not unknown, f"CLUSTERD_CRASH_ANCHORS: unknown anchors {sorted(unknown)} (known: {', '.join(known)})"
+    return chosen
 
 
 def count_events(logs: Iterable[Path], names: Sequence[str]) -> dict[str, int]:
@@ -1262,33 +1286,12 @@ def check_stream_recovered(worker: HudiWorker, base: Path, table_name: str, expe
             "tmp_left": len(leftover_tmp_files(base))}
 
 
-def wait_stream_at_rest(base: Path, daemon: CrashableDaemon, *, quiet_s: float = 2.5, timeout: float = 300) -> None:
-    """``wait_at_rest``, the metadata table's pending work included."""
-    deadline = time.monotonic() + timeout
-    quiet_since: float | None = None
-    while True:
-        daemon.poll_events()
-        if daemon.proc.poll() is not None:
-            raise AssertionError(f"daemon exited with {daemon.proc.returncode}; see {daemon.log_file}")
-        busy = stream_pending_work(base)
-        now = time.monotonic()
-        if busy:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = now
-        elif now - quiet_since >= quiet_s:
-            return
-        if now > deadline:
-            raise AssertionError(f"table not at rest after {timeout:.0f}s: {busy}; see {daemon.log_file}")
-        time.sleep(0.1)
-
-
 def check_stream_at_rest(worker: HudiWorker, base: Path, daemon: CrashableDaemon, table_name: str,
                          expected: Mapping[int, StreamRow], what: str) -> dict[str, Any]:
     """``check_stream_recovered`` while a daemon runs (the stream paused): wait until the daemon is idle, check,
     and redo if it started something meanwhile."""
     for _ in range(5):
-        wait_stream_at_rest(base, daemon)
+        wait_at_rest(base, daemon, pending=stream_pending_work, timeout=300)  # the metadata table's work included
         before = hoodie_names(base) + mdt_names(base)
         result = check_stream_recovered(worker, base, table_name, expected, what)
         if hoodie_names(base) + mdt_names(base) == before:

@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudi_clusterd.io.table import HoodieTable
 from tests.harness.apache_hudi import HudiRequestError, HudiWorker, read_hoodie_properties
 
 # Hudi's data files (``FSUtils.isDataFile``): base files by extension, log files by FSUtils.LOG_FILE_PATTERN.
@@ -95,6 +96,17 @@ def ensure_registered(worker: HudiWorker, name: str, base: Path) -> None:
 
 
 # -- validate_metadata_table_files ------------------------------------------------------------------------------
+
+
+def committed_base_files(table: HoodieTable) -> dict[str, dict[str, int]]:
+    """Every base file on storage of a completed instant, by partition (what the files partition must list until
+    the cleaner deletes replaced files)."""
+    completed = {i.time for i in table.timeline().completed()}
+    out: dict[str, dict[str, int]] = {}
+    for bf in table.list_base_files():
+        if bf.instant_time in completed:
+            out.setdefault(bf.partition_path, {})[bf.file_name] = bf.size
+    return out
 
 
 def _is_data_file(name: str) -> bool:

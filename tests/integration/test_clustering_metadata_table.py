@@ -19,6 +19,7 @@ from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
 from tests.builders import make_policy
 from tests.harness.hudi_rs_checks import hudi_rs_rows, without_file_name
+from tests.harness.metadata_checks import committed_base_files
 
 pytestmark = pytest.mark.spark
 
@@ -49,17 +50,6 @@ def without_record_index(base: Path) -> None:
     props.write_text("\n".join(lines) + "\n", encoding="iso-8859-1")
 
 
-def storage_files(table: HoodieTable) -> dict[str, dict[str, int]]:
-    """Every base file on storage of a completed instant, by partition (what the files partition must list
-    until the cleaner deletes replaced files)."""
-    completed = {i.time for i in table.timeline().completed()}
-    out: dict[str, dict[str, int]] = {}
-    for bf in table.list_base_files():
-        if bf.instant_time in completed:
-            out.setdefault(bf.partition_path, {})[bf.file_name] = bf.size
-    return out
-
-
 def mdt_files(table: HoodieTable) -> dict[str, dict[str, int]]:
     mdt = table.metadata_table()
     assert mdt is not None
@@ -74,7 +64,7 @@ def test_clustering_keeps_the_metadata_table_true(golden_copy: Any, runner: Grou
     base = golden_copy(name)
     without_record_index(base)
     table = HoodieTable.open(str(base))
-    assert mdt_files(table) == storage_files(table)
+    assert mdt_files(table) == committed_base_files(table)
     before = hudi_rs_rows(base)
     # When we cluster it
     result = run(table, make_policy(**{"sort.columns": columns, "hoodie.layout.optimize.strategy": "z-order"}),
@@ -90,7 +80,7 @@ def test_clustering_keeps_the_metadata_table_true(golden_copy: Any, runner: Grou
     assert len(mdt_done) == 1 and len(data_done) == 1
     assert mdt_done[0].split("_")[1] < data_done[0].split("_")[1]
     # and the files partition lists exactly what is on storage (the new files with their sizes)
-    assert mdt_files(table) == storage_files(table)
+    assert mdt_files(table) == committed_base_files(table)
     # and hudi-rs, which lists files through the metadata table, reads the same rows
     assert without_file_name(hudi_rs_rows(base)) == without_file_name(before)
     # and every new file has its true column statistics (from its footer), every indexed column

@@ -36,7 +36,11 @@ from tests.harness.crash_harness import (
     assert_rows,
     check_at_rest,
     check_recovered,
+    count_events,
+    crash_anchors,
+    crash_points,
     crash_policy,
+    crash_seed,
     instant_times,
     kill_at,
     leftover_tmp_files,
@@ -56,36 +60,8 @@ RECOVERY_EVENTS = ("rolled back abandoned clustering", "removed markers and hear
                    "clustering completed")
 
 
-def _seed() -> int:
-    raw = os.environ.get("CLUSTERD_CRASH_SEED")
-    return int(raw) if raw else random.SystemRandom().randrange(2**31)
-
-
-def _points(default: int) -> int:
-    raw = os.environ.get("CLUSTERD_CRASH_POINTS")
-    return int(raw) if raw else default
-
-
-def _anchors() -> list[str]:
-    raw = os.environ.get("CLUSTERD_CRASH_ANCHORS")
-    chosen = [a.strip() for a in raw.split(",") if a.strip()] if raw else list(ANCHORS)
-    unknown = set(chosen) - set(ANCHORS)
-    assert not unknown, f"CLUSTERD_CRASH_ANCHORS: unknown anchors {sorted(unknown)} (known: {', '.join(ANCHORS)})"
-    return chosen
-
-
 def daemon_events(folder: Path) -> dict[str, int]:
-    counts = dict.fromkeys(RECOVERY_EVENTS, 0)
-    for log in sorted(folder.glob("daemon-*.log")):
-        for line in log.read_text(errors="replace").splitlines():
-            if line.startswith("{"):
-                try:
-                    event = json.loads(line).get("event")
-                except json.JSONDecodeError:
-                    continue
-                if event in counts:
-                    counts[event] += 1
-    return counts
+    return count_events(sorted(folder.glob("daemon-*.log")), RECOVERY_EVENTS)
 
 
 def run_crash_points(spark: Any, tmp_path: Path, points: int, seed: int) -> list[dict[str, Any]]:
@@ -100,7 +76,7 @@ def run_crash_points(spark: Any, tmp_path: Path, points: int, seed: int) -> list
     try:
         for i in range(points):
             if not deck:
-                deck = _anchors()
+                deck = crash_anchors(ANCHORS)
                 rng.shuffle(deck)
             plan = KillPlan.draw(rng, deck.pop())
             parallelism = rng.choice([1, 2])
@@ -178,14 +154,14 @@ def run_crash_points(spark: Any, tmp_path: Path, points: int, seed: int) -> list
 
 
 def test_crash_points_ci_sample_recovers_every_kill_exactly(spark: Any, tmp_path: Path) -> None:
-    records = run_crash_points(spark, tmp_path, _points(CI_POINTS), _seed())
-    assert len(records) == _points(CI_POINTS)
+    records = run_crash_points(spark, tmp_path, crash_points(CI_POINTS), crash_seed())
+    assert len(records) == crash_points(CI_POINTS)
 
 
 @pytest.mark.slow
 def test_crash_points_randomized_run_recovers_and_covers_every_phase(spark: Any, tmp_path: Path) -> None:
-    seed = _seed()
-    records = run_crash_points(spark, tmp_path, _points(SLOW_POINTS), seed)
+    seed = crash_seed()
+    records = run_crash_points(spark, tmp_path, crash_points(SLOW_POINTS), seed)
     hit = {r["phase"] for r in records}
     missing = [p for p in REQUIRED_PHASES if p not in hit]
     assert not missing, f"seed={seed}: phases never hit: {missing}; histogram {summarize(records, 'phase')}"

@@ -42,6 +42,9 @@ from tests.harness.crash_harness import (
     KillPlan,
     check_stream_at_rest,
     count_events,
+    crash_anchors,
+    crash_points,
+    crash_seed,
     instant_times,
     kill_at,
     lock_owner_pid,
@@ -78,24 +81,6 @@ EVENTS = ("rolled back abandoned clustering", "metadata table rolled back", "met
           "removed markers and heartbeat left by a completed clustering", "took over a dead table lock",
           "clustering lost to ingestion; committed empty", "clustering committed without the groups ingestion moved",
           "clustering completed", "clustering failed", "table lock was taken or deleted by another writer while held")
-
-
-def _seed() -> int:
-    raw = os.environ.get("CLUSTERD_CRASH_SEED")
-    return int(raw) if raw else random.SystemRandom().randrange(2**31)
-
-
-def _points(default: int) -> int:
-    raw = os.environ.get("CLUSTERD_CRASH_POINTS")
-    return int(raw) if raw else default
-
-
-def _anchors() -> list[str]:
-    raw = os.environ.get("CLUSTERD_CRASH_ANCHORS")
-    chosen = [a.strip() for a in raw.split(",") if a.strip()] if raw else list(MDT_ANCHORS)
-    unknown = set(chosen) - set(MDT_ANCHORS)
-    assert not unknown, f"CLUSTERD_CRASH_ANCHORS: unknown anchors {sorted(unknown)} (known: {', '.join(MDT_ANCHORS)})"
-    return chosen
 
 
 def _events(daemon: CrashableDaemon) -> dict[str, int]:
@@ -138,7 +123,7 @@ def run_stream_crash_points(workers: HudiWorkers, tmp_path: Path, points: int, s
         stream.start()  # the stream runs while each daemon starts; it pauses only for the checks
         for i in range(points):
             if not deck:
-                deck = _anchors()
+                deck = crash_anchors(MDT_ANCHORS)
                 rng.shuffle(deck)
             anchor = forced.get(i) or deck.pop()
             plan = KillPlan.draw(rng, anchor)
@@ -219,15 +204,15 @@ def run_stream_crash_points(workers: HudiWorkers, tmp_path: Path, points: int, s
 
 
 def test_hudi_streaming_crash_points_ci_sample(hudi_workers: HudiWorkers, tmp_path: Path) -> None:
-    seed = _seed()
-    records = run_stream_crash_points(hudi_workers, tmp_path, _points(CI_POINTS), seed, {0: "metadata_committed"})
-    assert len(records) == _points(CI_POINTS)
+    seed = crash_seed()
+    records = run_stream_crash_points(hudi_workers, tmp_path, crash_points(CI_POINTS), seed, {0: "metadata_committed"})
+    assert len(records) == crash_points(CI_POINTS)
 
 
 @pytest.mark.slow
 def test_hudi_streaming_crash_points_randomized_run(hudi_workers: HudiWorkers, tmp_path: Path) -> None:
-    seed = _seed()
-    records = run_stream_crash_points(hudi_workers, tmp_path, _points(SLOW_POINTS), seed, {})
+    seed = crash_seed()
+    records = run_stream_crash_points(hudi_workers, tmp_path, crash_points(SLOW_POINTS), seed, {})
     hit = {r["phase"] for r in records}
     missing = [p for p in MDT_REQUIRED_PHASES if p not in hit]
     assert not missing, f"seed={seed}: phases never hit: {missing}; histogram {summarize(records, 'phase')}"

@@ -43,7 +43,6 @@ from hudi_clusterd.errors import (
 )
 from hudi_clusterd.io.heartbeat import INGESTION_TIMEOUT_S, heartbeat_expired, heartbeat_path
 from hudi_clusterd.io.markers import delete_markers, list_markers
-from hudi_clusterd.io.metadata.indexes import index_records
 from hudi_clusterd.io.rollback import RollbackResult, reconcile_markers, rollback_pending, safe_file_of_instant
 from hudi_clusterd.io.table import HoodieTable
 
@@ -316,7 +315,7 @@ def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
         if mdt is not None and stats:
             # the metadata table's deltacommit completes right before the data commit, under the same lock
             mdt.commit(instant, meta, _latest_files_with(view, by_partition),
-                       (i.time for i in view.timeline.completed()), index_records)
+                       (i.time for i in view.timeline.completed()))
         store = table.timeline_store
         store.create(inflight.with_state(State.COMPLETED), store.serde.encode_commit(meta))
     delete_markers(table.storage, instant)

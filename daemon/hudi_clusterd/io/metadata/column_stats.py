@@ -53,13 +53,11 @@ import structlog
 
 from hudi_clusterd.errors import MetadataTableError, UnsupportedTableError
 from hudi_clusterd.io.metadata.hash_id import file_id, name_id
+from hudi_clusterd.io.metadata.records import NON_PARTITIONED_NAME, TYPE_COLUMN_STATS, TYPE_PARTITION_STATS
 
 log = structlog.get_logger(__name__)
 
 NAMESPACE = "org.apache.hudi.avro.model."
-TYPE_COLUMN_STATS = 3
-TYPE_PARTITION_STATS = 6
-NON_PARTITIONED_NAME = "."
 
 META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
                "_hoodie_file_name")

@@ -10,6 +10,7 @@ count only once its ``replacecommit`` completes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from hudi_clusterd.io.metadata import records as rec
@@ -23,6 +24,32 @@ from hudi_clusterd.io.metadata.log_blocks import (
     hfile_block_records,
 )
 from hudi_clusterd.io.storage import Storage
+
+
+@dataclass(frozen=True, slots=True)
+class FileGroupFiles:
+    """The files of one metadata file group: base HFiles as (instant, path) and log files as (name, path), paths
+    relative to the metadata table."""
+
+    bases: list[tuple[str, str]] = field(default_factory=list)
+    logs: list[tuple[LogFileName, str]] = field(default_factory=list)
+
+
+def list_file_groups(storage: Storage, partition: str) -> dict[str, FileGroupFiles]:
+    """Every file group of metadata ``partition`` by file id, from one listing of its folder."""
+    out: dict[str, FileGroupFiles] = {}
+    for fi in storage.list_dir(partition):
+        if fi.is_dir:
+            continue
+        lf = LogFileName.parse(fi.name)
+        if lf is not None:
+            out.setdefault(lf.file_id, FileGroupFiles()).logs.append((lf, fi.path))
+        elif fi.name.endswith(".hfile"):
+            parts = fi.name[: -len(".hfile")].split("_")
+            if len(parts) >= 3:
+                out.setdefault(parts[0], FileGroupFiles()).bases.append((parts[-1], fi.path))
+    return out
+
 
 Merge = Callable[[Mapping[str, Any] | None, Mapping[str, Any]], dict[str, Any]]
 
@@ -46,21 +73,9 @@ def read_partition(storage: Storage, partition: str, valid: set[str], *,
     completed (a deltacommit that completed after a compaction was planned lands in the compacted slice);
     without it (version 6) a log file names its slice's base instant."""
     merge = MERGE_OF.get(partition, _latest_wins)
-    bases: dict[str, list[tuple[str, str]]] = {}
-    logs: dict[str, list[tuple[LogFileName, str]]] = {}
-    for fi in storage.list_dir(partition):
-        if fi.is_dir:
-            continue
-        lf = LogFileName.parse(fi.name)
-        if lf is not None:
-            logs.setdefault(lf.file_id, []).append((lf, fi.path))
-        elif fi.name.endswith(".hfile"):
-            parts = fi.name[: -len(".hfile")].split("_")
-            if len(parts) >= 3:
-                bases.setdefault(parts[0], []).append((parts[-1], fi.path))
     out: dict[str, dict[str, Any]] = {}
-    for fid in sorted(set(bases) | set(logs)):
-        base_files = sorted(b for b in bases.get(fid, []) if b[0] in valid or _internal(b[0]))
+    for _fid, files in sorted(list_file_groups(storage, partition).items()):
+        base_files = sorted(b for b in files.bases if b[0] in valid or is_internal(b[0]))
         base_instant = base_files[-1][0] if base_files else ""
         group: dict[str, dict[str, Any]] = {}
         if base_files:
@@ -76,7 +91,7 @@ def read_partition(storage: Storage, partition: str, valid: set[str], *,
             return completion.get(lf.base_instant, "99999999999999999") if completion is not None \
                 else lf.base_instant
 
-        slice_logs = sorted((lf for lf in logs.get(fid, []) if slice_time(lf[0]) >= base_instant),
+        slice_logs = sorted((lf for lf in files.logs if slice_time(lf[0]) >= base_instant),
                             key=lambda x: (x[0].base_instant, x[0].version, x[0].write_token))
         blocks: list[tuple[str, list[tuple[str, bytes]], str, str]] = []
         for _lf, path in slice_logs:
@@ -101,8 +116,9 @@ def read_partition(storage: Storage, partition: str, valid: set[str], *,
     return out
 
 
-def _internal(instant: str) -> bool:
-    """Base files of the metadata table's initialisation (17 zeros and a counter) or compactions."""
+def is_internal(instant: str) -> bool:
+    """An instant time of the metadata table's own: its initialisation (17 zeros and a counter) or a version-6
+    suffixed time (a data instant and three more digits)."""
     return instant.startswith("00000000000000") or len(instant) > 17
 
 
@@ -111,7 +127,7 @@ def valid_instants(data_completed: Iterable[str], metadata_completed: Iterable[t
     own completed instants (``(time, action)``): initialisation, compactions, rollbacks and suffixed times."""
     out = set(data_completed)
     for time, action in metadata_completed:
-        if time.startswith("00000000000000") or action in ("commit", "rollback") or len(time) > 17:
+        if is_internal(time) or action in ("commit", "rollback"):
             out.add(time)
     return out
 

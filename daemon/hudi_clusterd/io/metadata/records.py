@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -37,12 +37,7 @@ NON_PARTITIONED_NAME = "."
 TYPE_PARTITION_LIST = 1
 TYPE_FILE_LIST = 2
 TYPE_COLUMN_STATS = 3
-TYPE_BLOOM_FILTER = 4
-TYPE_RECORD_INDEX = 5
 TYPE_PARTITION_STATS = 6
-
-FILE_ID_PREFIX = {FILES: "files-", COLUMN_STATS: "col-stats-", PARTITION_STATS: "partition-stats-",
-                  RECORD_INDEX: "record-index-", BLOOM_FILTERS: "bloom-filters-"}
 
 _META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
                 "_hoodie_file_name")
@@ -188,8 +183,3 @@ def file_group_index(key: str, groups: int) -> int:
     a = h if h == -(1 << 31) else abs(h)
     r = abs(int(a - groups * int(a / groups)))  # Java's % truncates toward zero
     return r
-
-
-def sorted_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Records in HFile key order (unsigned bytes of the UTF-8 key)."""
-    return sorted(records, key=lambda r: str(r["key"]).encode("utf-8"))

@@ -40,14 +40,16 @@ from hudi_clusterd.errors import MetadataDecodeError, MetadataTableError, Storag
 from hudi_clusterd.io.avro import decode_commit_metadata_v2, decode_ocf, encode_commit_metadata_v2, encode_record
 from hudi_clusterd.io.java_properties import parse_properties
 from hudi_clusterd.io.metadata import records as rec
+from hudi_clusterd.io.metadata.indexes import index_records
 from hudi_clusterd.io.metadata.log_blocks import (
+    LOG_BASE_VERSION,
     HeaderKey,
     LogFileName,
     decode_log_file,
     encode_block,
     hfile_data_block,
 )
-from hudi_clusterd.io.metadata.reader import files_of, read_partition, valid_instants
+from hudi_clusterd.io.metadata.reader import files_of, list_file_groups, read_partition, valid_instants
 from hudi_clusterd.io.metadata.timeline import (
     COMMIT,
     DELTA_COMMIT,
@@ -69,7 +71,6 @@ UNCHANGED_PREFIXES = (rec.SECONDARY_INDEX_PREFIX,)
 """Partitions a clustering does not change (Hudi skips secondary indexes on CLUSTER): accepted, left alone."""
 ROLLBACK_SUFFIX_V6 = "006"
 """Version 6 names the metadata table's own rollback of instant ``R`` ``R006``."""
-LOG_VERSION_BASE = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +95,6 @@ class MetadataCommit:
     instant: str
     records: Mapping[str, int]
     log_files: tuple[str, ...]
-
-
-IndexRecords = Callable[[str, CommitMetadata, Mapping[str, Sequence[str]], "MetadataTable", Iterable[str]],
-                        Mapping[str, list[dict[str, Any]]]]
-"""Builds the ``column_stats`` and ``partition_stats`` records of a commit (see `column_stats`)."""
 
 
 class MetadataTable:
@@ -200,39 +196,25 @@ class MetadataTable:
 
     def _file_slices(self, partition: str) -> dict[str, FileSlice]:
         """The latest slice of every file group of a metadata partition, by listing it."""
-        bases: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        logs: dict[str, list[LogFileName]] = defaultdict(list)
-        for fi in self.storage.list_dir(partition):
-            if fi.is_dir:
-                continue
-            lf = LogFileName.parse(fi.name)
-            if lf is not None:
-                logs[lf.file_id].append(lf)
-                continue
-            if fi.name.endswith(".hfile"):
-                parts = fi.name[: -len(".hfile")].split("_")
-                if len(parts) >= 3:
-                    bases[parts[0]].append((parts[-1], fi.name))
         out: dict[str, FileSlice] = {}
-        for fid in sorted(set(bases) | set(logs)):
-            candidates = [t for t, _ in bases.get(fid, [])] + [lf.base_instant for lf in logs.get(fid, [])]
-            base_instant = max(candidates)
-            base_file = next((n for t, n in bases.get(fid, []) if t == base_instant), None)
+        for fid, files in sorted(list_file_groups(self.storage, partition).items()):
+            base_instant = max([t for t, _ in files.bases] + [lf.base_instant for lf, _ in files.logs])
+            base_file = next((p.rsplit("/", 1)[-1] for t, p in files.bases if t == base_instant), None)
             out[fid] = FileSlice(fid, base_instant, base_file,
-                                 tuple(sorted((lf for lf in logs.get(fid, []) if lf.base_instant == base_instant),
+                                 tuple(sorted((lf for lf, _ in files.logs if lf.base_instant == base_instant),
                                               key=lambda lf: lf.version)))
         return out
 
     # --- commit -------------------------------------------------------------------------------------------------
 
     def commit(self, instant: str, meta: CommitMetadata, latest_files: Mapping[str, Sequence[str]],
-               data_completed: Iterable[str], index_records: IndexRecords | None = None) -> MetadataCommit:
+               data_completed: Iterable[str]) -> MetadataCommit:
         """Complete metadata deltacommit ``instant`` for data commit ``meta`` (call under the data table's lock,
         right before completing the data instant). ``latest_files``: per partition the data commit writes, the
         relative paths of its latest base files (for ``partition_stats``); ``data_completed``: the completed
-        instants of the data timeline."""
+        instants of the data timeline. Call after `check_supported` under the same lock
+        (`HoodieTable.check_clusterable` runs it)."""
         started = time.monotonic()
-        self.check_supported()
         store = self.timeline_store()
         timeline = store.load()
         existing = timeline.find(instant, DELTA_COMMIT)
@@ -242,7 +224,7 @@ class MetadataTable:
             self._roll_back_own(store, timeline, existing)  # a crashed attempt of this very commit
         by_partition: dict[str, list[dict[str, Any]]] = {rec.FILES: rec.files_records(_new_files(meta))}
         wanted = [p for p in (rec.COLUMN_STATS, rec.PARTITION_STATS) if p in self.partitions]
-        if wanted and index_records is not None:
+        if wanted:
             for p, records in index_records(instant, meta, latest_files, self, data_completed).items():
                 if p in wanted and records:
                     by_partition[p] = records
@@ -303,7 +285,7 @@ class MetadataTable:
                                          [(str(r["key"]), rec.encode(version, r)) for r in group])
                 data = encode_block(block)
                 if version >= 8:
-                    name = LogFileName(fid, instant, LOG_VERSION_BASE, _write_token())
+                    name = LogFileName(fid, instant, LOG_BASE_VERSION, _write_token())
                     prev, base_file = instant, ""
                 else:
                     name = LogFileName(fid, fs.base_instant, fs.latest_log_version + 1, _write_token())
@@ -337,7 +319,7 @@ class MetadataTable:
         if pending is None:
             store.create(mdt_rollback, ROLLBACK, MdtState.REQUESTED,
                          encode_record("HoodieRollbackPlan", self._rollback_plan(target, files)))
-        if not store.storage.exists(store.path(mdt_rollback, ROLLBACK, MdtState.INFLIGHT)):
+        if not store.exists(mdt_rollback, ROLLBACK, MdtState.INFLIGHT):
             store.create(mdt_rollback, ROLLBACK, MdtState.INFLIGHT)
         if pending is not None:
             files = sorted(set(files) | set(self._planned_files(store, mdt_rollback)))
