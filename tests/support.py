@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from hudi_clusterd.io.metadata.log_blocks import empty_delete_block, encode_block
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = (REPO_ROOT / ".." / "shared").resolve()
 # the golden v6 copy-on-write tables of ../shared/reference/hudi-tables/cow (unzipped by the golden_tables fixture)
@@ -51,3 +53,30 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+METADATA_INIT = {6: "00000000000000010", 9: "00000000000000000"}
+"""The instant Apache Hudi initialises a metadata table with, by table version."""
+
+
+def new_metadata_table(base: Path, version: int) -> None:
+    """Lay out ``base/.hoodie/metadata`` as Apache Hudi leaves it right after initialising a ``files`` partition
+    for a data table of ``version`` (6 or 9): its properties, the initial deltacommit and one file group holding
+    an empty delete block."""
+    layout2 = version >= 8
+    mdt = base / ".hoodie" / "metadata"
+    timeline = mdt / ".hoodie" / ("timeline" if layout2 else "")
+    timeline.mkdir(parents=True)
+    props = {"hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": str(version),
+             "hoodie.table.name": "t_metadata", "hoodie.table.base.file.format": "HFILE"}
+    if layout2:
+        props |= {"hoodie.timeline.layout.version": "2", "hoodie.timeline.path": "timeline"}
+    (mdt / ".hoodie" / "hoodie.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    init = METADATA_INIT[version]
+    files = mdt / "files"
+    files.mkdir()
+    (files / ".hoodie_partition_metadata").write_text(f"commitTime={init}\npartitionDepth=1\n")
+    (files / f".files-0000-0_{init}.log.1_0-0-0").write_bytes(encode_block(empty_delete_block(init)))
+    done = f"{init}_{init[:-3]}999.deltacommit" if layout2 else f"{init}.deltacommit"
+    for name in (f"{init}.deltacommit.requested", f"{init}.deltacommit.inflight", done):
+        (timeline / name).write_bytes(b"")

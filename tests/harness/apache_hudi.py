@@ -243,6 +243,31 @@ class HudiWorker:
         """The file the worker's stderr (Spark and Hudi logs) is appended to."""
         return self._log_path
 
+    def log_offset(self) -> int:
+        """Where the worker's log ends now: `failed_micro_batches` reads from here on."""
+        return self._log_path.stat().st_size if self._log_path.exists() else 0
+
+    def failed_micro_batches(self, since: int = 0) -> list[str]:
+        """Each micro-batch failure Hudi's streaming sink logged after offset ``since`` (the sink retries them),
+        as its log line, the exception's first line and its ``Caused by`` lines."""
+        if not self._log_path.exists():
+            return []
+        with open(self._log_path, encoding="utf-8", errors="replace") as log:
+            log.seek(since)
+            lines = log.read().splitlines()
+        out = []
+        for i, line in enumerate(lines):
+            if "Micro batch id=" not in line or "succeeded" in line:
+                continue
+            trace = [line]
+            for nxt in lines[i + 1:i + 400]:
+                if nxt[:2].isdigit() and "/" in nxt[:9]:  # the next log record (Spark's "yy/MM/dd HH:mm:ss")
+                    break
+                if nxt.startswith("Caused by") or (len(trace) < 3 and not nxt.startswith("\t")):
+                    trace.append(nxt)
+            out.append("\n".join(trace))
+        return out
+
     def stderr_tail(self, lines: int = 25) -> str:
         """The last lines the worker wrote to stderr (Spark and Hudi logs)."""
         return "\n".join(list(self._stderr_tail)[-lines:])

@@ -655,7 +655,7 @@ def pending_work(base: Path) -> list[str]:
 
 
 def leftover_tmp_files(base: Path) -> list[str]:
-    """Temporary files of interrupted atomic writes (``.<name>.<uuid>.tmp``): harmless, but counted."""
+    """Temporary files of interrupted atomic writes (``.<uuid>.tmp``): harmless, but counted."""
     found = []
     for folder, _, files in os.walk(base):  # os.walk skips folders that vanish while it runs
         found += [str((Path(folder) / f).relative_to(base)) for f in files if f.startswith(".") and f.endswith(".tmp")]
@@ -1027,7 +1027,7 @@ class HudiStreamIngestor:
         self.staging.mkdir()
         schema = folder / "schema.parquet"
         pq.write_table(pa.Table.from_pylist([], schema=STREAM_SCHEMA), schema)
-        self._log_start = worker.log_path.stat().st_size if worker.log_path.exists() else 0
+        self._log_start = worker.log_offset()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         worker.stream_start(name, source_dir=self.source, schema_from=schema, base_path=base,
@@ -1183,11 +1183,7 @@ class HudiStreamIngestor:
 
     def retried_batches(self) -> list[str]:
         """What Hudi's streaming sink logged about micro-batches that failed (and were retried) since the start."""
-        with open(self.worker.log_path, encoding="utf-8", errors="replace") as log:
-            log.seek(self._log_start)
-            lines = log.readlines()
-        return ["".join(lines[i:i + 3]) for i, line in enumerate(lines)
-                if "Micro batch id=" in line and "succeeded" not in line]
+        return self.worker.failed_micro_batches(since=self._log_start)
 
 
 def stream_rows(rows: Iterable[Mapping[str, Any]], what: str) -> dict[int, StreamRow]:

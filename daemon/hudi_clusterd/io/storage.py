@@ -38,8 +38,12 @@ class FileInfo:
         return self.path.rsplit("/", 1)[-1]
 
 
-_TEMP_FILE = re.compile(r"\..+\.[0-9a-f]{32}\.tmp")
-"""Name of the temporary file of an atomic write (`Storage._write_local`): ``.<final name>.<uuid hex>.tmp``."""
+_TEMP_FILE = re.compile(r"\.(?:.+\.)?[0-9a-f]{32}\.tmp")
+"""Name of the temporary file of an atomic write (`Storage._write_local`): ``.<uuid hex>.tmp``. It carries no part
+of the final name: Hudi 0.15 takes any name that starts with a dot and *contains* a log file's name for a log file
+(its pattern is not anchored at the end), so a temporary ``..files-0000-0_<t>.log.1_0-0-0.<uuid>.tmp`` in a
+metadata table partition would be listed, and then fail its reader once renamed. ``.<name>.<uuid hex>.tmp`` is
+recognised too."""
 
 
 def _join(*parts: str) -> str:
@@ -165,7 +169,7 @@ class Storage:
         final = self.full_path(rel)
         folder = self.full_path(parent)
         os.makedirs(folder, exist_ok=True)
-        tmp = os.path.join(folder, f".{os.path.basename(final)}.{uuid.uuid4().hex}.tmp")
+        tmp = os.path.join(folder, f".{uuid.uuid4().hex}.tmp")  # never a name Hudi lists (see _TEMP_FILE)
         try:
             with open(tmp, "wb") as f:
                 f.write(data)
@@ -227,7 +231,7 @@ class Storage:
 
 
 def is_stale_temp_file(entry: FileInfo, now_s: float, older_than_s: float) -> bool:
-    """Whether a listed entry is a temporary file of an atomic write (``.<name>.<32 hex>.tmp``, the exact form
+    """Whether a listed entry is a temporary file of an atomic write (``.<32 hex>.tmp``, the exact form
     `Storage` creates) last modified over ``older_than_s`` ago: left by a process killed between writing and
     renaming it (a live write takes milliseconds)."""
     return (not entry.is_dir and _TEMP_FILE.fullmatch(entry.name) is not None

@@ -4,8 +4,8 @@
   and is executed again.
 - A completed clustering whose executor died between the commit point and its clean-up leaves markers and a
   heartbeat; readers ignore them, but they would stay forever and look pending, so they are removed.
-- Temporary files of atomic timeline, lock and heartbeat writes (``.<name>.<32 hex digits>.tmp``) whose writer
-  was killed before the rename are removed once an hour old.
+- Temporary files of atomic timeline, lock, heartbeat and metadata-table writes (``.<32 hex digits>.tmp``)
+  whose writer was killed before the rename are removed once an hour old.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import structlog
 
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.planner import scheduled_by_us
+from hudi_clusterd.errors import MetadataTableError
 from hudi_clusterd.io.heartbeat import HEARTBEAT_FOLDER, heartbeat_path
 from hudi_clusterd.io.markers import delete_markers
 from hudi_clusterd.io.rollback import RollbackResult, rollback_pending
@@ -51,11 +52,20 @@ def clean_completed_leftovers(snapshot: TableSnapshot, ownership: Ownership) -> 
 
 def clean_stale_temp_files(snapshot: TableSnapshot, older_than_s: float = STALE_TEMP_S) -> list[str]:
     """Remove temporary files of atomic writes interrupted before their rename (over ``older_than_s`` old), in
-    ``.hoodie`` (from the snapshot's listing) and ``.hoodie/.heartbeat``."""
+    ``.hoodie`` (from the snapshot's listing), ``.hoodie/.heartbeat`` and the folders the metadata table is written
+    in."""
     storage = snapshot.table.storage
     now = time.time()
+    folders = [HEARTBEAT_FOLDER]
+    mdt = snapshot.table.metadata_table()
+    if mdt is not None:
+        try:
+            folders += mdt.written_folders()
+        except MetadataTableError as e:  # unreadable: the next clustering refuses the table and says why
+            log.debug("metadata table folders not listed for temporary files", error=str(e))
     candidates = [fi for fi in snapshot.meta_files if is_stale_temp_file(fi, now, older_than_s)]
-    candidates += [fi for fi in storage.list_dir(HEARTBEAT_FOLDER) if is_stale_temp_file(fi, now, older_than_s)]
+    for folder in folders:
+        candidates += [fi for fi in storage.list_dir(folder) if is_stale_temp_file(fi, now, older_than_s)]
     removed = [fi.path for fi in candidates if storage.delete(fi.path)]
     if removed:
         log.info("removed temporary files of interrupted writes", files=removed)

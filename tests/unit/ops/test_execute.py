@@ -34,6 +34,7 @@ from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from tests.builders import TableGen, make_policy
+from tests.support import new_metadata_table
 
 FILE_ID = "00000000-0000-0000-0000-000000000000-0"
 
@@ -192,6 +193,12 @@ def test_recovery_removes_old_temp_files_of_interrupted_writes_only(tmp_path: Pa
     long_ago = os.path.getmtime(base / ".hoodie" / "hoodie.properties") - 7200
     old = [base / ".hoodie" / f".20261122092056250.replacecommit.inflight.{'a' * 32}.tmp",
            base / ".hoodie" / ".heartbeat" / f".20261122092056250.{'b' * 32}.tmp"]
+    # the metadata table's timeline and partition folders (Hudi's readers never list them, by their names)
+    props = base / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.table.metadata.partitions=files\n")
+    new_metadata_table(base, 6)
+    old += [base / ".hoodie" / "metadata" / "files" / f".{'e' * 32}.tmp",
+            base / ".hoodie" / "metadata" / ".hoodie" / f".{'f' * 32}.tmp"]
     fresh = base / ".hoodie" / f".lock.{'c' * 32}.tmp"
     foreign = [base / ".hoodie" / "notes.tmp", base / ".hoodie" / f".x.{'d' * 31}.tmp"]
     for f in [*old, fresh, *foreign]:
@@ -200,8 +207,8 @@ def test_recovery_removes_old_temp_files_of_interrupted_writes_only(tmp_path: Pa
     for f in [*old, *foreign]:
         os.utime(f, (long_ago, long_ago))
     # When recovery runs
-    recover(TableSnapshot.load(table), Ownership())
+    recover(TableSnapshot.load(HoodieTable.open(table.base_path)), Ownership())
     # Then exactly the old temporary files are gone
-    assert [f.exists() for f in old] == [False, False]
+    assert [f.exists() for f in old] == [False] * 4
     assert fresh.exists()
     assert all(f.exists() for f in foreign)

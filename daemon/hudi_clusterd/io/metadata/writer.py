@@ -146,6 +146,12 @@ class MetadataTable:
         layout = self.config.timeline_layout
         return MdtTimelineStore(self.storage, layout.folder, layout.version, self.before_write)
 
+    def written_folders(self) -> list[str]:
+        """The folders (relative to the data table's base path) the metadata table's writes go to: its timeline
+        folder and its partitions' folders."""
+        folders = [self.config.timeline_layout.folder, *self.partitions]
+        return [f"{METADATA_FOLDER}/{folder}" for folder in folders]
+
     def check_supported(self) -> None:
         """Refuse (``MetadataTableError``, one line naming the key and what to change) a metadata table the
         daemon would not keep exactly as Hudi does. Writes nothing."""
