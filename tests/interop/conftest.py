@@ -7,7 +7,8 @@ writing version 8 (same timeline layout as 9, other table properties); the ids n
 
 A module may list in ``SLOW_SETUPS`` the setups whose runs of it only the long run (``-m slow``) makes: Hudi 1.2
 keeping version 6 repeats, for the harness, lock, update-strategy, our-tables, plans-and-services and streaming
-tests, what Hudi 0.15 (version 6) and Hudi 1.2 (version 9) show between them.
+tests, what Hudi 0.15 (version 6) and Hudi 1.2 (version 9) show between them; Hudi 1.2 writing version 8 repeats
+version 9's timeline layout in the our-tables tests.
 
 One worker (one JVM) per bundle serves every setup of that bundle, so Hudi 1.2's three setups share one; pytest
 groups the tests by setup (a session-scoped parameter), and at most one worker runs at a time. A setup whose cache

@@ -221,6 +221,7 @@ def stream_dirs(tmp_path: Path) -> dict[str, Path]:
 
 
 @hudi
+@pytest.mark.slow  # the streaming scenario and the crash points drive the sink through this harness in every run
 def test_hudi_streaming_sink_commits_three_micro_batches(apache_hudi: HudiWorker, stream_dirs: dict[str, Path]) -> None:
     # Given three parquet files waiting in the source folder, the last one updating a key of the first
     batches = [
