@@ -59,6 +59,7 @@ def start_daemon(tmp_path: Path, base: Path, name: str) -> CrashableDaemon:
     return CrashableDaemon(props, tmp_path / f"{name}.log")
 
 
+@pytest.mark.slow  # two daemons on one table, minutes each: the long run
 def test_two_daemons_racing_never_plan_one_file_group_twice_and_stop_cleanly(spark: Any, tmp_path: Path) -> None:
     base = tmp_path / "events"
     ingest = Ingestor(spark, base, SEED)
@@ -99,6 +100,7 @@ def test_two_daemons_racing_never_plan_one_file_group_twice_and_stop_cleanly(spa
           f"({ingest.stats.conflict_retries} conflict retries)")
 
 
+@pytest.mark.slow  # two daemons on one table, minutes each: the long run
 def test_daemon_killed_holding_the_lock_is_taken_over_once_stale(spark: Any, tmp_path: Path) -> None:
     base = tmp_path / "events"
     ingest = Ingestor(spark, base, SEED + 1)

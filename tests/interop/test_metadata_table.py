@@ -48,10 +48,17 @@ pytestmark = [pytest.mark.hudi, pytest.mark.integration]
 DEFAULTS = (HUDI_0_15, HUDI_1_2_V9)
 
 
-@pytest.fixture(scope="module", params=DEFAULTS, ids=[s.name for s in DEFAULTS])
+@pytest.fixture(scope="module")
 def apache_hudi(request: pytest.FixtureRequest, hudi_workers: HudiWorkers) -> HudiWorker:
-    """The worker of one release at its defaults; module-scoped, so that each release's tests run together."""
+    """The worker of one release at its defaults (each test parametrizes it); module-scoped, so that each
+    release's tests run together."""
     return hudi_workers.for_setup(request.param)
+
+
+# Hudi 0.15's compaction, cleaner and archiver over our metadata log files also run in every run, in the cleaner
+# and archiver test of test_plans_and_table_services.py; this test's 0.15 run is the long run's
+COMPACTION_RUNS = [pytest.param(HUDI_0_15, marks=pytest.mark.slow, id=HUDI_0_15.name),
+                   pytest.param(HUDI_1_2_V9, id=HUDI_1_2_V9.name)]
 
 # Hudi's defaults, with a metadata compaction every few deltacommits and a cleaner and archiver that soon act
 MDT_ON = {"hoodie.metadata.enable": "true", "hoodie.metadata.compact.max.delta.commits": "3"}
@@ -99,6 +106,7 @@ def _exact(worker: HudiWorker, base: Path, name: str, batches: list[list[dict[st
         assert skipping.files_scanned < skipping.files_total, skipping
 
 
+@pytest.mark.parametrize("apache_hudi", COMPACTION_RUNS, indirect=True, scope="module")
 def test_hudi_validates_reads_compacts_and_cleans_after_our_clustering(apache_hudi: HudiWorker,
                                                                        tmp_path: Path) -> None:
     # Given a table Hudi writes at its defaults, metadata table on
@@ -129,6 +137,7 @@ def test_hudi_validates_reads_compacts_and_cleans_after_our_clustering(apache_hu
                 and ".hoodie" not in p.parts], "the cleaner left replaced files"
 
 
+@pytest.mark.parametrize("apache_hudi", DEFAULTS, indirect=True, scope="module", ids=[s.name for s in DEFAULTS])
 def test_our_rollback_of_a_clustering_whose_metadata_deltacommit_completed(
         apache_hudi: HudiWorker, spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hudi_clusterd.engine.clustering.runner import SparkGroupRunner

@@ -1,7 +1,8 @@
 """The mission's scenario against real Apache Hudi (issue #14, must-show 1): a Structured Streaming query writing
 ``format("hudi")`` runs while a real ``hudi-clusterd run`` process clusters the same table beside it.
 
-Once per Hudi setup (0.15; 1.2 on a version-9 table; 1.2 on a version-6 table in the long run only). The stream
+Once per Hudi setup (0.15; 1.2 on a version-9 table; 1.2 on a version-6 table in the long run only), for at least
+20 micro-batches and 3 clusterings in the long run (``-m slow``), 10 and 2 in every run. The stream
 reads JSON-lines files dropped into its source folder, one file per micro-batch; each file inserts new keys and
 upserts earlier ones across three partitions, so the expected key → latest value map after every batch is known.
 The writer runs with the settings docs/writers.md gives (OCC with the file-system lock, LAZY failed-writes
@@ -45,9 +46,9 @@ SLOW_SETUPS = ("hudi-1.2-v6",)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("val", pa.int64()), ("ts", pa.int64())])
 PARTS = ("p0", "p1", "p2")
-MIN_BATCHES = 20
-MAX_BATCHES = 60  # more batches only while fewer than MIN_CLUSTERINGS clusterings completed (a loaded machine)
-MIN_CLUSTERINGS = 3
+MAX_BATCHES = 60  # more batches only while fewer clusterings than asked for completed (a loaded machine)
+# (micro-batches, completed clusterings) at least: the full scenario in the long run, a shorter one in every run
+LENGTHS = [pytest.param((20, 3), marks=pytest.mark.slow, id="20-batches"), pytest.param((10, 2), id="10-batches")]
 INSERTS_PER_BATCH = 9
 RECENT_UPDATES_PER_BATCH = 4  # of keys the previous batch inserted (late updates of fresh records)
 OLD_UPDATES_PER_BATCH = 1  # of any earlier key
@@ -89,7 +90,10 @@ def drop_file(source: Path, staging: Path, number: int, rows: list[dict[str, Any
     os.replace(staged, source / staged.name)
 
 
-def test_streaming_ingestion_and_the_daemon_share_a_table(apache_hudi: HudiWorker, tmp_path: Path) -> None:
+@pytest.mark.parametrize("length", LENGTHS)
+def test_streaming_ingestion_and_the_daemon_share_a_table(apache_hudi: HudiWorker, tmp_path: Path,
+                                                          length: tuple[int, int]) -> None:
+    min_batches, min_clusterings = length
     started = time.monotonic()
     base, source, staging = tmp_path / "events", tmp_path / "source", tmp_path / "staging"
     source.mkdir()
@@ -123,8 +127,8 @@ def test_streaming_ingestion_and_the_daemon_share_a_table(apache_hudi: HudiWorke
     daemon: DaemonProcess | None = None
     try:
         number = 0
-        while number < MIN_BATCHES or (
-                len(clusterings(base, replaced=True)) < MIN_CLUSTERINGS and number < MAX_BATCHES):
+        while number < min_batches or (
+                len(clusterings(base, replaced=True)) < min_clusterings and number < MAX_BATCHES):
             rows = make_batch(number, rng, states[-1] if states else {})
             states.append(apply(states[-1] if states else {}, rows))
             drop_file(source, staging, number, rows)
@@ -159,7 +163,7 @@ def test_streaming_ingestion_and_the_daemon_share_a_table(apache_hudi: HudiWorke
     assert len(completed(base, "commit")) == len(states)
     # At least 3 clusterings completed, and the daemon logged no error
     done = clusterings(base, replaced=True)
-    assert len(done) >= MIN_CLUSTERINGS, (done, len(states))
+    assert len(done) >= min_clusterings, (done, len(states))
     # Apache Hudi deletes the lock file without checking its owner: its unlock() deletes it and then its close()
     # deletes it again (LockManager in 0.15; in 1.2 also TimeGeneratorBase.unlock(), run for every instant time
     # Hudi takes), so a daemon lock taken in between can be deleted under the daemon (review F3). The daemon then
