@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -654,6 +654,8 @@ def pending_work(base: Path) -> list[str]:
     return out
 
 
+_T = TypeVar("_T")
+
 LOCK_HOLD_WAIT_S = 15.0
 """How long a check waits for a live process to release the table lock: a daemon at rest still takes it for a
 moment to decide that there is nothing to schedule, after every new instant and every poll."""
@@ -731,20 +733,28 @@ def wait_at_rest(base: Path, daemon: CrashableDaemon, *, quiet_s: float = 2.5, t
         time.sleep(0.1)
 
 
-def check_at_rest(base: Path, daemon: CrashableDaemon, expected: list[dict[str, Any]], what: str) -> list[str]:
-    """``check_recovered`` while a daemon runs: wait until it is idle, check, and redo if it started something."""
+def check_when_idle(wait: Callable[[], None], names: Callable[[], list[str]], check: Callable[[], _T],
+                    what: str) -> _T:
+    """``check()`` once the running daemon is idle (``wait()``), again when it started something during the check
+    (``names()``, the instant files, changed), at most five times."""
     for _ in range(5):
-        wait_at_rest(base, daemon)
-        before = hoodie_names(base)
+        wait()
+        before = names()
         try:
-            left = check_recovered(base, expected, what)
+            result = check()
         except AssertionError:
-            if hoodie_names(base) != before:
+            if names() != before:
                 continue  # the daemon started something during the check: check again once it is idle
             raise
-        if hoodie_names(base) == before:
-            return left
+        if names() == before:
+            return result
     raise AssertionError(f"{what}: the daemon never stayed idle long enough to check the table")
+
+
+def check_at_rest(base: Path, daemon: CrashableDaemon, expected: list[dict[str, Any]], what: str) -> list[str]:
+    """``check_recovered`` while a daemon runs (see `check_when_idle`)."""
+    return check_when_idle(lambda: wait_at_rest(base, daemon), lambda: hoodie_names(base),
+                           lambda: check_recovered(base, expected, what), what)
 
 
 def recover_with_execute(spark: Any, base: Path, policy: ClusteringPolicy) -> list[str]:
@@ -1305,17 +1315,8 @@ def check_stream_recovered(worker: HudiWorker, base: Path, table_name: str, expe
 
 def check_stream_at_rest(worker: HudiWorker, base: Path, daemon: CrashableDaemon, table_name: str,
                          expected: Mapping[int, StreamRow], what: str) -> dict[str, Any]:
-    """``check_stream_recovered`` while a daemon runs (the stream paused): wait until the daemon is idle, check,
-    and redo if it started something meanwhile."""
-    for _ in range(5):
-        wait_at_rest(base, daemon, pending=stream_pending_work, timeout=300)  # the metadata table's work included
-        before = hoodie_names(base) + mdt_names(base)
-        try:
-            result = check_stream_recovered(worker, base, table_name, expected, what)
-        except AssertionError:
-            if hoodie_names(base) + mdt_names(base) != before:
-                continue  # the daemon started something during the check: check again once it is idle
-            raise
-        if hoodie_names(base) + mdt_names(base) == before:
-            return result
-    raise AssertionError(f"{what}: the daemon never stayed idle long enough to check the table")
+    """``check_stream_recovered`` while a daemon runs, the stream paused (see `check_when_idle`; the metadata
+    table's pending work and instant files included)."""
+    return check_when_idle(lambda: wait_at_rest(base, daemon, pending=stream_pending_work, timeout=300),
+                           lambda: hoodie_names(base) + mdt_names(base),
+                           lambda: check_stream_recovered(worker, base, table_name, expected, what), what)
