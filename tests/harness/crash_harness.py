@@ -657,8 +657,8 @@ def pending_work(base: Path) -> list[str]:
 _T = TypeVar("_T")
 
 LOCK_HOLD_WAIT_S = 15.0
-"""How long a check waits for a live process to release the table lock: a daemon at rest still takes it for a
-moment to decide that there is nothing to schedule, after every new instant and every poll."""
+"""How long a check waits for a live process to release the table lock it holds for a moment: a daemon that
+takes it to save a plan, or to roll back an abandoned one, as the check reads the table."""
 
 
 def left_behind(base: Path, pending: Callable[[Path], list[str]] = pending_work) -> list[str]:

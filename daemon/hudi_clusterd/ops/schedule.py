@@ -1,10 +1,16 @@
 """Scheduling: decide whether to cluster, build the plan, and save it as ``<T>.replacecommit.requested``.
 
 The table is listed outside the lock, and the footers of its small files are read there too (each file once per
-table object: base files never change). Under the table lock, the timeline is listed, the `TableSnapshot` built,
-the trigger checked, the plan made (pure, in memory), checked with `domain.conflicts` against the snapshot, and
-saved with a fresh instant time; when asked, the new plan is claimed for execution in the same lock hold.
-Nothing else is read under the lock, so ingestion is never held up for longer than planning takes.
+table object: base files never change). The decision is made first without the lock: most calls find that the
+trigger does not fire, or that nothing is eligible, and return without ever taking it, so the writers beside an
+idle daemon never wait for it. Only when a plan would be made is the table lock taken: the timeline is listed
+again, the `TableSnapshot` built, the trigger checked, the plan made (pure, in memory), checked with
+`domain.conflicts` against the snapshot, and saved with a fresh instant time; when asked, the new plan is claimed
+for execution in the same lock hold. Nothing else is read under the lock, so ingestion is never held up for
+longer than planning takes.
+
+A decision made without the lock is the decision a locked call would have made a moment earlier, before any
+instant it did not see: such an instant wakes the daemon again, and the next call sees it.
 
 File groups that the last ``hot_commits`` completed ingestion commits updated (write stats with
 ``numUpdateWrites`` > 0) are hot and left out of the plan: ingestion wins conflicts with clustering, so planning
@@ -14,23 +20,30 @@ passed without updating them.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 import structlog
 
 from hudi_clusterd.domain.conflicts import find_conflicts, requirements
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan, RequestedReplaceMetadata
-from hudi_clusterd.domain.planner import PlanningResult, TriggerDecision, drop_groups, plan_clustering, trigger
+from hudi_clusterd.domain.planner import (
+    PlanningResult,
+    RangeLookup,
+    TriggerDecision,
+    drop_groups,
+    plan_clustering,
+    trigger,
+)
 from hudi_clusterd.domain.policy import ClusteringKey, ClusteringPolicy
 from hudi_clusterd.domain.sort_columns import avro_column_kinds, sort_column_problems
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import ConfigError, InstantCollisionError
 from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.ownership import Claim, Ownership
-from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.ops.snapshot import Listing, TableSnapshot
 
 log = structlog.get_logger(__name__)
 
@@ -97,6 +110,21 @@ def _save(table: HoodieTable, snapshot: TableSnapshot, data: bytes) -> Instant:
                                 "writer while the plan was saved; try again")
 
 
+def _decide(table: HoodieTable, listing: Listing, policy: ClusteringPolicy, *, force: bool, now: datetime,
+            hot_commits: int, ranges: RangeLookup | None) -> ScheduleResult:
+    """Read the timeline, check the trigger and plan (nothing saved)."""
+    snapshot = TableSnapshot.load(table, listing)
+    last = snapshot.last_clustering
+    decision = trigger(snapshot.timeline.commits_since(last), last, policy, force)
+    if not decision.fire:
+        return ScheduleResult(snapshot, decision, None)
+    check_sort_columns(snapshot, policy)
+    planning = plan_clustering(snapshot.view, policy, now, table.base_file_uri, ranges=ranges,
+                               clustered_instants=snapshot.clustered_instants(),
+                               hot_groups=snapshot.hot_groups(hot_commits), unsettled_groups=snapshot.unsettled)
+    return ScheduleResult(snapshot, decision, planning)
+
+
 def schedule(
     table: HoodieTable,
     policy: ClusteringPolicy,
@@ -111,23 +139,20 @@ def schedule(
     now = now or datetime.now(UTC)
     table.check_clusterable()
     listing = table.scan_files()
-    ranges = None
+    ranges: RangeLookup | None = None
     if policy.sort_columns:
         small = [bf for bf in listing[1] if bf.size < policy.small_file_limit]
         found = table.footer_ranges.ranges(small, policy.sort_columns[0])
         ranges = lambda bf: found.get(bf.relative_path)  # noqa: E731
-    with nullcontext() if dry_run else table.lock():
-        snapshot = TableSnapshot.load(table, listing)
-        last = snapshot.last_clustering
-        decision = trigger(snapshot.timeline.commits_since(last), last, policy, force)
-        if not decision.fire:
-            return ScheduleResult(snapshot, decision, None)
-        check_sort_columns(snapshot, policy)
-        planning = plan_clustering(snapshot.view, policy, now, table.base_file_uri, ranges=ranges,
-                                   clustered_instants=snapshot.clustered_instants(),
-                                   hot_groups=snapshot.hot_groups(hot_commits), unsettled_groups=snapshot.unsettled)
-        if planning.plan is None or dry_run:
-            return ScheduleResult(snapshot, decision, planning)
+    decide = partial(_decide, table, listing, policy, force=force, now=now, hot_commits=hot_commits, ranges=ranges)
+    glance = decide()
+    if dry_run or glance.plan is None:
+        return glance
+    with table.lock():
+        decided = decide()
+        snapshot, decision, planning = decided.snapshot, decided.trigger, decided.planning
+        if planning is None or planning.plan is None:
+            return decided
         lost = {c.group for c in find_conflicts(requirements(planning.plan), snapshot.view)}
         plan = drop_groups(planning.plan, lost)
         if plan is None:

@@ -10,7 +10,9 @@ import fastavro
 import pytest
 
 from hudi_clusterd.cli import main
-from hudi_clusterd.errors import ConfigError
+from hudi_clusterd.errors import ConfigError, LockError
+from hudi_clusterd.io.lock import LockOptions, TableLock
+from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.schedule import schedule
 from tests.builders import TableGen, make_policy
 from tests.harness.hudi_rs_checks import hudi_rs_rows
@@ -35,6 +37,23 @@ def test_schedule_trigger_not_met_writes_nothing_and_says_why(tmp_path: Path) ->
     assert result.instant is None
     assert result.reason == "3 commits since the table was created (never clustered), 4 needed"
     assert _timeline_files(gen.base) == before
+
+
+def test_a_schedule_that_finds_nothing_to_do_never_takes_the_table_lock(tmp_path: Path) -> None:
+    """Another writer holds the lock: a call that plans nothing returns at once, one that would plan waits."""
+    gen = _table_with_commits(tmp_path, 3)
+    table = HoodieTable.open(str(gen.base), lock_options=LockOptions(timeout_s=0.3))
+    writer = TableLock(table.storage, LockOptions(timeout_s=1))
+    with writer.held():
+        assert schedule(table, make_policy()).reason.endswith("4 needed")  # trigger short
+    gen.commit({"p1": [9.0]})
+    with writer.held():
+        fired = schedule(table, make_policy(**{"small.file.limit": "1"}))  # trigger met, no file small enough
+        assert fired.trigger.fire and fired.plan is None
+        with pytest.raises(LockError, match="timed out"):
+            schedule(table, make_policy())  # a plan to save: only under the lock
+    assert not [n for n in _timeline_files(gen.base) if "replacecommit" in n]
+    assert schedule(table, make_policy()).instant is not None
 
 
 def test_schedule_writes_plan_readable_with_hudi_writer_schema(tmp_path: Path) -> None:
