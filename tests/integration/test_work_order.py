@@ -94,7 +94,7 @@ def _completed_clusterings(base: Path) -> list[Path]:
     return sorted((base / ".hoodie").glob("*.replacecommit"))
 
 
-def test_one_tick_that_schedules_and_executes_lists_hoodie_and_each_partition_at_most_twice(
+def test_one_tick_that_schedules_and_executes_lists_hoodie_thrice_and_each_partition_twice_at_most(
         spark: Any, tmp_path: Path) -> None:
     # Given a table due for clustering, opened over a storage that counts listings
     gen = _table(tmp_path)
@@ -106,8 +106,10 @@ def test_one_tick_that_schedules_and_executes_lists_hoodie_and_each_partition_at
     worker.tick()
     # Then it scheduled and executed one plan (every partition rewritten)
     assert len(_completed_clusterings(gen.base)) == 1 and len(runner.orders) == 3
-    # And it listed .hoodie and each partition at most twice (the snapshot, then the re-check under the lock)
-    assert storage.listings[".hoodie"] <= 2, storage.listings
+    # And it listed .hoodie at most three times (the decision without the lock, the decision again under it to save
+    # the plan, the commit's re-check under it) and each partition at most twice (the walk, the commit's re-check)
+    assert storage.listings[".hoodie"] <= 3, storage.listings
+    assert storage.under_lock[".hoodie"] <= 2, storage.under_lock
     for partition in ("p1", "p2", "p3"):
         assert storage.listings[partition] <= 2, storage.listings
     assert storage.listings[""] == 1, storage.listings  # the table's root: one walk
@@ -115,6 +117,11 @@ def test_one_tick_that_schedules_and_executes_lists_hoodie_and_each_partition_at
     assert storage.under_lock[""] == 0, storage.under_lock
     for partition in ("p1", "p2", "p3"):
         assert storage.under_lock[partition] <= 1, storage.under_lock
+    # And the next tick, with nothing due, lists .hoodie once and nothing under the lock
+    before, locked = storage.listings.copy(), storage.under_lock.copy()
+    worker.tick()
+    assert storage.listings[".hoodie"] - before[".hoodie"] == 1, storage.listings
+    assert storage.under_lock == locked, storage.under_lock
 
 
 def test_a_rollback_without_markers_lists_only_the_partitions_of_its_plan(tmp_path: Path) -> None:
