@@ -80,3 +80,12 @@ def new_metadata_table(base: Path, version: int) -> None:
     done = f"{init}_{init[:-3]}999.deltacommit" if layout2 else f"{init}.deltacommit"
     for name in (f"{init}.deltacommit.requested", f"{init}.deltacommit.inflight", done):
         (timeline / name).write_bytes(b"")
+
+
+def add_metadata_table(base: Path) -> Path:
+    """Give the version 6 table at ``base`` (no metadata table yet) a metadata table of ``files`` as Hudi
+    initialises it; the folder of the metadata table's timeline."""
+    props = base / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.table.metadata.partitions=files\n")
+    new_metadata_table(base, 6)
+    return base / ".hoodie" / "metadata" / ".hoodie"

@@ -43,6 +43,15 @@ class BloomFilterError(TableError):
     """A bloom filter cannot be built, or a footer's filter cannot be decoded (the message says which part)."""
 
 
+class TableBusyError(TableError):
+    """Another writer's work on the table is half done, and clustering must not write until it is finished (a
+    compaction of the metadata table, an upgrade of it). Hudi's writers finish such work under the table lock, so
+    without the lock it is usually a moment's state; under the lock, a writer that died during it (its next
+    write finishes it). Nothing was written: the daemon waits and tries again."""
+
+    retryable = True
+
+
 class MetadataTableError(TableError):
     """A metadata-table file (log file, log block, HFile) cannot be decoded, or the records given cannot be
     written in Hudi's format (the message names the file and, for damage, the offset)."""

@@ -13,7 +13,8 @@ every kept input group replaced, ``extraMetadata.schema``), which is the commit 
 When every group of a plan of ours moved, the commit replaces nothing and writes nothing: the plan is never
 deleted, because Apache Hudi writers list the timeline and then read every pending plan in it, and a plan file that
 vanishes in between fails their write (``HoodieIOException``, F12). Another writer's plan whose every group moved
-is refused instead (``CommitConflictError``), for that writer to decide.
+is refused instead (``CommitConflictError``), for that writer to decide. While another writer's compaction or
+upgrade of the metadata table is half done (`TableBusyError`), the commit waits for it, outside the lock.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from hudi_clusterd.errors import (
     InstantCollisionError,
     MetadataDecodeError,
     StorageError,
+    TableBusyError,
     TimelineError,
 )
 from hudi_clusterd.io.heartbeat import INGESTION_TIMEOUT_S, heartbeat_expired, heartbeat_path
@@ -54,8 +56,9 @@ DROPPED_GROUPS_KEY = "hudi-clusterd.groups.dropped"
 
 UNDECIDED_WAIT_S = 60.0
 """How long a commit waits, in all, for writers: pending writes that have not yet said which file groups they
-write, and the next write of a writer that just completed one."""
+write, the next write of a writer that just completed one, and a writer's half-done work on the metadata table."""
 UNDECIDED_POLL_S = 0.25
+BUSY_POLL_S = 1.0
 
 INGESTION_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT})
 RHYTHM_PAIRS = 5
@@ -187,8 +190,8 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
     writing nothing (its requested file stays: Hudi writers may be reading it); another writer's plan is refused
     (``CommitConflictError``) and rolled back by the caller with its plan kept.
 
-    Two moments would fail a writer's own commit on the conflict (a failed micro-batch), so the commit waits them
-    out, outside the lock, up to ``undecided_wait_s`` in all:
+    Three moments stop the commit, which waits them out, outside the lock, up to ``undecided_wait_s`` in all. The
+    first two would fail a writer's own commit on the conflict (a failed micro-batch):
 
     - a live writer's instant is only requested: it may be looking its records up in our input file groups, and
       has not declared which it writes;
@@ -196,7 +199,11 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
       next write may already hold its instant time without having written its requested state. Apache Hudi's
       writer counts every replacecommit completed after its instant time as a concurrent write, so a clustering
       committed then fails it as soon as it updates a record the clustering moved. The commit waits for the next
-      write to declare its file groups (and commits while it runs) or for the writers to fall idle."""
+      write to declare its file groups (and commits while it runs) or for the writers to fall idle.
+
+    The third: the metadata table is busy (`TableBusyError`: a compaction or an upgrade is pending), which only a
+    writer that died during it leaves behind under the lock; its next write finishes it. Still busy at the
+    deadline, the commit raises `TableBusyError`, having written nothing."""
     if not any(stats_by_group):
         raise ExecutionError(f"clustering {instant} produced no files; refusing to replace its input")
     deadline = time.monotonic() + undecided_wait_s
@@ -205,7 +212,10 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
                                 may_wait=time.monotonic() < deadline)
         if isinstance(attempt, Committed):
             return attempt
-        if attempt.undecided:
+        if attempt.busy:
+            log.info("the metadata table is busy; waiting before committing", instant=instant, reason=attempt.busy)
+            _wait_while_busy(table, deadline)
+        elif attempt.undecided:
             log.info("waiting for pending writes to declare their file groups before committing", instant=instant,
                      writes=list(attempt.undecided))
             _wait_while_requested(table, attempt.undecided, deadline)
@@ -218,12 +228,24 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
 
 @dataclass(frozen=True, slots=True)
 class _Wait:
-    """Why an attempt to commit wrote nothing: ``undecided`` requested writes, or (without those) the writers may
-    start their next write until ``settled_at_ms``; ``pending`` are the write instants pending then."""
+    """Why an attempt to commit wrote nothing: the table is ``busy`` (why), ``undecided`` requested writes, or
+    (without those) the writers may start their next write until ``settled_at_ms``; ``pending`` are the write
+    instants pending then."""
 
+    busy: str = ""
     undecided: tuple[str, ...] = ()
     settled_at_ms: int = 0
     pending: frozenset[str] = frozenset()
+
+
+def _wait_while_busy(table: HoodieTable, deadline: float) -> None:
+    """Until the table is no longer busy (`HoodieTable.check_clusterable`), or ``deadline``; without the lock."""
+    while time.monotonic() < deadline:
+        try:
+            table.check_clusterable()
+            return
+        except TableBusyError:
+            time.sleep(BUSY_POLL_S)
 
 
 def _wait_while_requested(table: HoodieTable, times: Sequence[str], deadline: float) -> None:
@@ -259,7 +281,12 @@ def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
     nothing."""
     with table.lock():
         # a writer may have upgraded the table (moving its timeline) or changed it since the plan ran
-        table.check_clusterable()
+        try:
+            table.check_clusterable()
+        except TableBusyError as e:
+            if not may_wait:
+                raise
+            return _Wait(busy=str(e))
         view = fresh_view(table, plan)
         inflight = Instant(instant, Action.CLUSTERING, State.INFLIGHT)
         found = view.timeline.find(instant, Action.CLUSTERING)

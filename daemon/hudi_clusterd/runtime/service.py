@@ -22,7 +22,7 @@ import structlog
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
-from hudi_clusterd.errors import ClusterdError
+from hudi_clusterd.errors import ClusterdError, TableBusyError
 from hudi_clusterd.io.lock import LockOptions
 from hudi_clusterd.io.table import HoodieTable, timeline_folder
 from hudi_clusterd.layout.figures import clustering_figures, ratio_after
@@ -41,6 +41,9 @@ from hudi_clusterd.settings import Settings, TableSpec
 log = structlog.get_logger(__name__)
 
 MAX_ATTEMPTS_PER_PLAN = 3
+BUSY_WARN_S = 600.0
+"""A table that stays busy with another writer's half-done work (`TableBusyError`) this long is logged as a
+warning at every tick: its writers have stopped, and clustering waits for their next write."""
 
 
 class _Beating:
@@ -77,6 +80,7 @@ class TableWorker:
         self._thread = threading.Thread(target=self._run, name=f"table-{name}", daemon=True)
         self._watcher: TimelineWatcher | None = None
         self._recovered = False
+        self._busy_since: float | None = None
         self.observer = _Beating(self, daemon.observer)
 
     @property
@@ -117,6 +121,9 @@ class TableWorker:
             while not self.stop_event.is_set():
                 try:
                     self.tick()
+                    self._busy_since = None
+                except TableBusyError as e:
+                    self.deferred(e)
                 except ClusterdError as e:
                     log.error("tick failed", error=str(e), retryable=e.retryable)
                 except Exception:
@@ -124,6 +131,15 @@ class TableWorker:
                 self.last_beat = time.monotonic()
                 self.wake.wait(self.daemon.settings.current.poll_interval_seconds)
                 self.wake.clear()
+
+    def deferred(self, e: TableBusyError) -> None:
+        """Log a tick that found the table busy (not a failure: the next tick tries again)."""
+        now = time.monotonic()
+        if self._busy_since is None:
+            self._busy_since = now
+        waited = now - self._busy_since
+        (log.warning if waited >= BUSY_WARN_S else log.info)("tick deferred: the table is busy", reason=str(e),
+                                                             busy_s=round(waited))
 
     @staticmethod
     def table_key(settings: Settings, spec: TableSpec) -> tuple[str, LockOptions]:
@@ -211,6 +227,9 @@ class TableWorker:
             if result.outcome is Outcome.COMPLETED:
                 self._failures.pop(instant, None)
             return result
+        except TableBusyError as e:  # not the plan's fault: it runs again once the table is free
+            log.info("clustering deferred: the table is busy", instant=instant, reason=str(e))
+            return None
         except ClusterdError as e:
             self._failures[instant] = self._failures.get(instant, 0) + 1
             cancelled = self.daemon.stopping.is_set()  # a shutdown cancelled it: not a failure of the plan
@@ -266,13 +285,15 @@ class Daemon:
         """One tick per table in this thread (``run --once``), without watchers or worker threads.
 
         A broken table is logged and skipped, so the others are still served; returns the names of the
-        tables whose tick failed."""
+        tables whose tick failed (a busy table's tick is deferred, not failed)."""
         failed: list[str] = []
         for spec in self.settings.current.tables:
             worker = TableWorker(spec.name, self)
             with structlog.contextvars.bound_contextvars(table=spec.name):
                 try:
                     worker.tick()
+                except TableBusyError as e:
+                    worker.deferred(e)
                 except ClusterdError as e:
                     log.error("tick failed", error=str(e), retryable=e.retryable)
                     failed.append(spec.name)

@@ -34,7 +34,7 @@ from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from tests.builders import TableGen, make_policy
-from tests.support import new_metadata_table
+from tests.support import add_metadata_table
 
 FILE_ID = "00000000-0000-0000-0000-000000000000-0"
 
@@ -194,9 +194,7 @@ def test_recovery_removes_old_temp_files_of_interrupted_writes_only(tmp_path: Pa
     old = [base / ".hoodie" / f".20261122092056250.replacecommit.inflight.{'a' * 32}.tmp",
            base / ".hoodie" / ".heartbeat" / f".20261122092056250.{'b' * 32}.tmp"]
     # the metadata table's timeline and partition folders (Hudi's readers never list them, by their names)
-    props = base / ".hoodie" / "hoodie.properties"
-    props.write_text(props.read_text() + "hoodie.table.metadata.partitions=files\n")
-    new_metadata_table(base, 6)
+    add_metadata_table(base)
     old += [base / ".hoodie" / "metadata" / "files" / f".{'e' * 32}.tmp",
             base / ".hoodie" / "metadata" / ".hoodie" / f".{'f' * 32}.tmp"]
     fresh = base / ".hoodie" / f".lock.{'c' * 32}.tmp"

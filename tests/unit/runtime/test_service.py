@@ -1,21 +1,25 @@
-"""The daemon: repeated failures drop a plan; a broken table does not stop the others."""
+"""The daemon: repeated failures drop a plan; a broken table does not stop the others; a busy one waits."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pytest
 from structlog.testing import capture_logs
 
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.instant import State
 from hudi_clusterd.errors import ExecutionError
+from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.events import Event, TableObserved
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.runtime import service
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
 from hudi_clusterd.settings import settings_from_properties
 from tests.builders import make_policy, small_table
+from tests.support import add_metadata_table
 
 
 class _BrokenRunner:
@@ -83,3 +87,35 @@ def test_the_tick_that_schedules_a_plan_reports_no_commits_since_clustering(tmp_
     observed = {e.table: e for e in recorded.events if isinstance(e, TableObserved)}
     assert (observed["a"].commits_since_clustering, observed["a"].pending_plans) == (0, 1)
     assert (observed["b"].commits_since_clustering, observed["b"].pending_plans) == (3, 0)
+
+
+MDT_COMPACTION = "20260101000000000001.compaction.requested"
+
+
+def test_a_tick_that_finds_the_metadata_table_busy_is_deferred_not_failed(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = small_table(tmp_path)
+    timeline = add_metadata_table(gen.base)
+    instant = schedule(HoodieTable.open(str(gen.base)), make_policy(), force=True).instant
+    assert instant is not None
+    (timeline / MDT_COMPACTION).write_bytes(b"")
+    daemon = _daemon({"t": gen.base}, max_commits="4")
+    # When the table is ticked more often than a failing plan may fail
+    with capture_logs() as logs:
+        for _ in range(MAX_ATTEMPTS_PER_PLAN + 1):
+            assert daemon.run_once() == []
+    # Then every tick was deferred, logged at info, naming the compaction; no error, and the plan stays
+    assert [(e["event"], e["log_level"]) for e in logs] == [("tick deferred: the table is busy", "info")] * (
+        MAX_ATTEMPTS_PER_PLAN + 1)
+    assert all("compaction 20260101000000000001 is pending" in e["reason"] for e in logs)
+    assert [i.state for i in gen.table.timeline() if i.time == instant] == [State.REQUESTED]
+    # A table busy for longer than BUSY_WARN_S is a warning (its writers have stopped)
+    monkeypatch.setattr(service, "BUSY_WARN_S", 0.0)
+    with capture_logs() as logs:
+        daemon.run_once()
+    assert [e["log_level"] for e in logs] == ["warning"]
+    # Once the compaction is done, the next tick runs the plan (whose groups fail in this runner)
+    (timeline / MDT_COMPACTION).unlink()
+    with capture_logs() as logs:
+        daemon.run_once()
+    assert "clustering failed" in [e["event"] for e in logs]

@@ -36,7 +36,13 @@ from hudi_clusterd.domain.table_config import (
     METADATA_PARTITIONS_INFLIGHT,
     TableConfig,
 )
-from hudi_clusterd.errors import MetadataDecodeError, MetadataTableError, StorageError, TimelineError
+from hudi_clusterd.errors import (
+    MetadataDecodeError,
+    MetadataTableError,
+    StorageError,
+    TableBusyError,
+    TimelineError,
+)
 from hudi_clusterd.io.avro import decode_commit_metadata_v2, decode_ocf, encode_commit_metadata_v2, encode_record
 from hudi_clusterd.io.java_properties import parse_properties
 from hudi_clusterd.io.metadata import records as rec
@@ -154,7 +160,8 @@ class MetadataTable:
 
     def check_supported(self) -> None:
         """Refuse (``MetadataTableError``, one line naming the key and what to change) a metadata table the
-        daemon would not keep exactly as Hudi does. Writes nothing."""
+        daemon would not keep exactly as Hudi does, and (``TableBusyError``) one a writer's upgrade or compaction
+        is half way through. Writes nothing."""
         data_props = self.data_storage.full_path(PROPERTIES)
         inflight = [p for p in (self.data_config.raw.get(METADATA_PARTITIONS_INFLIGHT) or "").split(",") if p]
         if inflight:
@@ -177,17 +184,17 @@ class MetadataTable:
         mdt_props = self.storage.full_path(PROPERTIES)
         version = self.config.version
         if version != self.data_config.version:
-            raise MetadataTableError(
+            raise TableBusyError(
                 f"{mdt_props}: hoodie.table.version={version} differs from the data table's "
-                f"{self.data_config.version}; an upgrade is half done. Let a Hudi writer finish it first")
+                f"{self.data_config.version}; an upgrade is half done. hudi-clusterd waits for a Hudi writer to "
+                "finish it (on its next write)")
         timeline = self.timeline_store().load()
         pending = timeline.pending_compactions()
         if pending:
             p0 = pending[0]
-            raise MetadataTableError(
-                f"{self.source}: metadata table {p0.action} {p0.time} is pending; hudi-clusterd commits only "
-                "while no compaction of the metadata table is pending (a Hudi writer completes it on its next "
-                "write)")
+            raise TableBusyError(
+                f"{self.source}: metadata table {p0.action} {p0.time} is pending; hudi-clusterd waits until it "
+                "completes (a Hudi writer completes it within its write, or on its next write after a crash)")
         files_groups = self._file_slices(rec.FILES)
         if len(files_groups) != 1:
             raise MetadataTableError(
