@@ -45,9 +45,10 @@ class BloomFilterError(TableError):
 
 class TableBusyError(TableError):
     """Another writer's work on the table is half done, and clustering must not write until it is finished (a
-    compaction of the metadata table, an upgrade of it). Hudi's writers finish such work under the table lock, so
-    without the lock it is usually a moment's state; under the lock, a writer that died during it (its next
-    write finishes it). Nothing was written: the daemon waits and tries again."""
+    compaction of the metadata table, an upgrade of it, metadata partitions being built). Hudi's writers do such
+    work under the table lock, so without the lock it is usually a moment's state; under the lock, a writer that
+    died during it (its next write finishes it), or Hudi's async indexer at work. Nothing was written: the daemon
+    waits and tries again."""
 
     retryable = True
 

@@ -1,9 +1,11 @@
 """What the daemon does not maintain in a metadata table is refused by every command that would write, with one
 line naming the key (or file) and what to change, and nothing is written: the record index, bloom filters,
-expression indexes, partitions it does not know or that are still being built, a ``files`` partition of more than
-one file group, a pending compaction of the metadata table, a metadata table of another version than the data
-table's, and one the data table declares but that is missing. Secondary indexes, which a clustering does not
-change, are accepted (tests/integration/test_clustering_metadata_table.py clusters a table that has two)."""
+expression indexes, partitions it does not know, a ``files`` partition of more than one file group, and a metadata
+table the data table declares but that is missing. A one-shot command refuses a table a writer is busy with the
+same way (partitions still being built, a pending compaction of the metadata table, a metadata table of another
+version than the data table's); the daemon waits for such a table (tests/unit/ops/test_busy_metadata_table.py).
+Secondary indexes, which a clustering does not change, are accepted (tests/integration/
+test_clustering_metadata_table.py clusters a table that has two)."""
 
 from __future__ import annotations
 

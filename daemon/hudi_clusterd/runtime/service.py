@@ -43,7 +43,8 @@ log = structlog.get_logger(__name__)
 MAX_ATTEMPTS_PER_PLAN = 3
 BUSY_WARN_S = 600.0
 """A table that stays busy with another writer's half-done work (`TableBusyError`) this long is logged as a
-warning at every tick: its writers have stopped, and clustering waits for their next write."""
+warning at every tick: an indexer is still at work, or the writers have stopped and clustering waits for their
+next write."""
 
 
 class _Beating:

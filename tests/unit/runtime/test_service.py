@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,33 +90,51 @@ def test_the_tick_that_schedules_a_plan_reports_no_commits_since_clustering(tmp_
     assert (observed["b"].commits_since_clustering, observed["b"].pending_plans) == (3, 0)
 
 
-MDT_COMPACTION = "20260101000000000001.compaction.requested"
+def _busy(base: Path, kind: str) -> tuple[str, Callable[[], None]]:
+    """Make the metadata table of the table at ``base`` busy with another writer's half-done work of ``kind``;
+    what the refusal names, and how that writer finishes the work."""
+    timeline = base / ".hoodie" / "metadata" / ".hoodie"
+    if kind == "compaction":
+        pending = timeline / "20260101000000000001.compaction.requested"
+        pending.write_bytes(b"")
+        return "compaction 20260101000000000001 is pending", pending.unlink
+    props = base / ".hoodie" / "hoodie.properties" if kind == "indexing" else timeline / "hoodie.properties"
+    before = props.read_text()
+    props.write_text(before + ("hoodie.table.metadata.partitions.inflight=column_stats\n" if kind == "indexing"
+                               else "hoodie.table.version=8\n"))
+
+    def finish() -> None:
+        props.write_text(before)
+
+    return ("partitions.inflight=column_stats" if kind == "indexing" else "hoodie.table.version=8 differs"), finish
 
 
-def test_a_tick_that_finds_the_metadata_table_busy_is_deferred_not_failed(tmp_path: Path,
+@pytest.mark.parametrize("kind", ["compaction", "indexing", "upgrade"])
+def test_a_tick_that_finds_the_metadata_table_busy_is_deferred_not_failed(tmp_path: Path, kind: str,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     gen = small_table(tmp_path)
-    timeline = add_metadata_table(gen.base)
+    add_metadata_table(gen.base)
     instant = schedule(HoodieTable.open(str(gen.base)), make_policy(), force=True).instant
     assert instant is not None
-    (timeline / MDT_COMPACTION).write_bytes(b"")
+    # Given a writer's compaction, partitions or upgrade of the metadata table half done
+    named, finish = _busy(gen.base, kind)
     daemon = _daemon({"t": gen.base}, max_commits="4")
     # When the table is ticked more often than a failing plan may fail
     with capture_logs() as logs:
         for _ in range(MAX_ATTEMPTS_PER_PLAN + 1):
             assert daemon.run_once() == []
-    # Then every tick was deferred, logged at info, naming the compaction; no error, and the plan stays
+    # Then every tick was deferred, logged at info, naming the work; no error, and the plan stays
     assert [(e["event"], e["log_level"]) for e in logs] == [("tick deferred: the table is busy", "info")] * (
         MAX_ATTEMPTS_PER_PLAN + 1)
-    assert all("compaction 20260101000000000001 is pending" in e["reason"] for e in logs)
+    assert all(named in e["reason"] for e in logs), logs[0]["reason"]
     assert [i.state for i in gen.table.timeline() if i.time == instant] == [State.REQUESTED]
-    # A table busy for longer than BUSY_WARN_S is a warning (its writers have stopped)
+    # A table busy for longer than BUSY_WARN_S is a warning (an indexer at work, or its writers stopped)
     monkeypatch.setattr(service, "BUSY_WARN_S", 0.0)
     with capture_logs() as logs:
         daemon.run_once()
     assert [e["log_level"] for e in logs] == ["warning"]
-    # Once the compaction is done, the next tick runs the plan (whose groups fail in this runner)
-    (timeline / MDT_COMPACTION).unlink()
+    # Once the writer has finished, the next tick runs the plan (whose groups fail in this runner)
+    finish()
     with capture_logs() as logs:
         daemon.run_once()
     assert "clustering failed" in [e["event"] for e in logs]

@@ -160,14 +160,14 @@ class MetadataTable:
 
     def check_supported(self) -> None:
         """Refuse (``MetadataTableError``, one line naming the key and what to change) a metadata table the
-        daemon would not keep exactly as Hudi does, and (``TableBusyError``) one a writer's upgrade or compaction
-        is half way through. Writes nothing."""
+        daemon would not keep exactly as Hudi does, and (``TableBusyError``) one whose partitions, upgrade or
+        compaction a writer is half way through. Writes nothing."""
         data_props = self.data_storage.full_path(PROPERTIES)
         inflight = [p for p in (self.data_config.raw.get(METADATA_PARTITIONS_INFLIGHT) or "").split(",") if p]
         if inflight:
-            raise MetadataTableError(
+            raise TableBusyError(
                 f"{data_props}: {METADATA_PARTITIONS_INFLIGHT}={','.join(inflight)}: metadata partitions are still "
-                "being built (Hudi's async indexer); hudi-clusterd clusters once the indexer has finished")
+                "being built (by a writer, or Hudi's async indexer); hudi-clusterd waits until they are built")
         for p in self.partitions:
             if p in MAINTAINED or p.startswith(UNCHANGED_PREFIXES):
                 continue
