@@ -521,6 +521,7 @@ def exported_samples() -> dict[str, list[dict[str, str]]]:
         metrics.plan_finished("t", outcome, 1.0, 10, 1)
     metrics.set_snapshot("t", 4, 2)
     metrics.set_files_scanned_ratio("t", 0.5)
+    metrics.set_table_busy("t", 0.0)
     for reload_outcome in RELOAD_OUTCOMES:
         metrics.config_reload(reload_outcome)
     metrics.group_started()

@@ -93,6 +93,15 @@ class TableObserved:
 
 
 @dataclass(frozen=True, slots=True)
+class TableBusy:
+    """A tick found the table busy with another writer's half-done work, for ``seconds`` so far; 0 when a tick
+    after such ticks found it free."""
+
+    table: str
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class LayoutMeasured:
     """The files-scanned ratio of a table's latest snapshot on its sort columns."""
 
@@ -101,7 +110,8 @@ class LayoutMeasured:
     ratio: float
 
 
-Event = PlanScheduled | PlanStarted | GroupStarted | GroupFinished | PlanFinished | TableObserved | LayoutMeasured
+Event = (PlanScheduled | PlanStarted | GroupStarted | GroupFinished | PlanFinished | TableObserved | TableBusy
+         | LayoutMeasured)
 
 
 class Observer(Protocol):

@@ -25,6 +25,7 @@ from hudi_clusterd.ops.events import (
     Outcome,
     PlanFinished,
     PlanScheduled,
+    TableBusy,
     TableObserved,
 )
 from hudi_clusterd.runtime.reload import ReloadOutcome
@@ -110,6 +111,12 @@ class Metrics:
             t,
             "Estimated fraction of files a typical filter on the sort columns must read (lower is better).",
         )
+        self.table_busy = _gauge(
+            reg,
+            "table_busy_seconds",
+            t,
+            "How long the table has been busy with another writer's half-done work (0 when it is not).",
+        )
         self.last_success = _gauge(
             reg,
             "last_successful_clustering_timestamp_seconds",
@@ -183,6 +190,11 @@ class Metrics:
         self._touch(table)
         self.files_scanned_ratio.labels(table=table).set(ratio)
 
+    def set_table_busy(self, table: str, seconds: float) -> None:
+        """How long ``table`` has been busy with another writer's half-done work (0 when it is not)."""
+        self._touch(table)
+        self.table_busy.labels(table=table).set(max(seconds, 0.0))
+
     def forget_table(self, table: str) -> None:
         """Remove every series labelled with ``table`` (it left the configuration)."""
         with self._lock:
@@ -225,7 +237,7 @@ class Metrics:
         return (
             self.commits_since_clustering, self.pending_plans, self.oldest_pending_plan_age,
             self.plans_scheduled, self.rewritten_bytes, self.rewritten_files, self.snapshot_files,
-            self.snapshot_small_files, self.files_scanned_ratio, self.last_success,
+            self.snapshot_small_files, self.files_scanned_ratio, self.table_busy, self.last_success,
         )  # fmt: skip
 
     def _touch(self, table: str) -> None:
@@ -276,6 +288,8 @@ class MetricsObserver:
             with self._lock:
                 self._pending[event.table] = event.pending_plans
                 m.set_plans_queued(sum(self._pending.values()))
+        elif isinstance(event, TableBusy):
+            m.set_table_busy(event.table, event.seconds)
         elif isinstance(event, LayoutMeasured):
             m.set_files_scanned_ratio(event.table, event.ratio)
 

@@ -27,7 +27,15 @@ from hudi_clusterd.io.lock import LockOptions
 from hudi_clusterd.io.table import HoodieTable, timeline_folder
 from hudi_clusterd.layout.figures import clustering_figures, ratio_after
 from hudi_clusterd.ops.commit import rollback_clustering
-from hudi_clusterd.ops.events import Event, LayoutMeasured, Observer, Outcome, PlanScheduled, TableObserved
+from hudi_clusterd.ops.events import (
+    Event,
+    LayoutMeasured,
+    Observer,
+    Outcome,
+    PlanScheduled,
+    TableBusy,
+    TableObserved,
+)
 from hudi_clusterd.ops.execute import ExecutionResult, Executor, execute
 from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.ports import GroupRunner
@@ -118,27 +126,38 @@ class TableWorker:
         return self.is_alive() and (self.busy or time.monotonic() - self.last_beat < max_age_s)
 
     def _run(self) -> None:
-        with structlog.contextvars.bound_contextvars(table=self.name):
-            while not self.stop_event.is_set():
-                try:
-                    self.tick()
-                    self._busy_since = None
-                except TableBusyError as e:
-                    self.deferred(e)
-                except ClusterdError as e:
-                    log.error("tick failed", error=str(e), retryable=e.retryable)
-                except Exception:
-                    log.exception("tick failed unexpectedly")
-                self.last_beat = time.monotonic()
-                self.wake.wait(self.daemon.settings.current.poll_interval_seconds)
-                self.wake.clear()
+        while not self.stop_event.is_set():
+            self.guarded_tick()
+            self.last_beat = time.monotonic()
+            self.wake.wait(self.daemon.settings.current.poll_interval_seconds)
+            self.wake.clear()
 
-    def deferred(self, e: TableBusyError) -> None:
-        """Log a tick that found the table busy (not a failure: the next tick tries again)."""
+    def guarded_tick(self) -> bool:
+        """One tick whose errors are logged, not raised: False when it failed. A tick that finds the table busy
+        (`TableBusyError`) is deferred, not failed; the first tick after such ticks reports the table free."""
+        with structlog.contextvars.bound_contextvars(table=self.name):
+            try:
+                self.tick()
+            except TableBusyError as e:
+                self._deferred(e)
+                return True
+            except ClusterdError as e:
+                log.error("tick failed", error=str(e), retryable=e.retryable)
+                return False
+            except Exception:
+                log.exception("tick failed unexpectedly")
+                return False
+            if self._busy_since is not None:
+                self._busy_since = None
+                self.observer.notify(TableBusy(self.name, 0.0))
+            return True
+
+    def _deferred(self, e: TableBusyError) -> None:
         now = time.monotonic()
         if self._busy_since is None:
             self._busy_since = now
         waited = now - self._busy_since
+        self.observer.notify(TableBusy(self.name, waited))
         (log.warning if waited >= BUSY_WARN_S else log.info)("tick deferred: the table is busy", reason=str(e),
                                                              busy_s=round(waited))
 
@@ -287,21 +306,8 @@ class Daemon:
 
         A broken table is logged and skipped, so the others are still served; returns the names of the
         tables whose tick failed (a busy table's tick is deferred, not failed)."""
-        failed: list[str] = []
-        for spec in self.settings.current.tables:
-            worker = TableWorker(spec.name, self)
-            with structlog.contextvars.bound_contextvars(table=spec.name):
-                try:
-                    worker.tick()
-                except TableBusyError as e:
-                    worker.deferred(e)
-                except ClusterdError as e:
-                    log.error("tick failed", error=str(e), retryable=e.retryable)
-                    failed.append(spec.name)
-                except Exception:
-                    log.exception("tick failed unexpectedly")
-                    failed.append(spec.name)
-        return failed
+        return [spec.name for spec in self.settings.current.tables
+                if not TableWorker(spec.name, self).guarded_tick()]
 
     def wake_all(self) -> None:
         for w in list(self.workers.values()):

@@ -16,6 +16,7 @@ from hudi_clusterd.ops.events import (
     Outcome,
     PlanFinished,
     PlanScheduled,
+    TableBusy,
     TableObserved,
 )
 from hudi_clusterd.runtime.metrics import Metrics, MetricsObserver
@@ -79,6 +80,7 @@ def test_metrics_scrape_over_http_exposes_every_table_and_process_series(
     metrics.plan_finished("t1", "completed", 42.0, bytes_rewritten=1024, files_rewritten=3)
     metrics.set_snapshot("t1", files=12, small_files=5)
     metrics.set_files_scanned_ratio("t1", 0.25)
+    metrics.set_table_busy("t1", 12.5)
     metrics.config_reload("success")
     metrics.group_started()
     metrics.group_started()
@@ -102,6 +104,7 @@ def test_metrics_scrape_over_http_exposes_every_table_and_process_series(
     assert value(samples, "hudi_clusterd_snapshot_files", table="t1") == 12
     assert value(samples, "hudi_clusterd_snapshot_small_files", table="t1") == 5
     assert value(samples, "hudi_clusterd_layout_files_scanned_ratio", table="t1") == 0.25
+    assert value(samples, "hudi_clusterd_table_busy_seconds", table="t1") == 12.5
     assert value(samples, "hudi_clusterd_last_successful_clustering_timestamp_seconds", table="t1") == NOW
     assert value(samples, "hudi_clusterd_config_reloads_total", outcome="success") == 1
     assert value(samples, "hudi_clusterd_config_reloads_total", outcome="failure") == 0
@@ -259,6 +262,7 @@ def test_metrics_observer_turns_events_into_series(server: MetricsServer) -> Non
     observer.notify(PlanFinished("a", "20240101000000001", Outcome.COMPLETED, 4.0, 6, 1000, 2, 900))
     observer.notify(PlanFinished("a", "20240101000000002", Outcome.SKIPPED, 0.0))
     observer.notify(LayoutMeasured("a", ("x",), 0.25))
+    observer.notify(TableBusy("b", 90.0))
     reg = metrics.registry
     assert reg.get_sample_value("hudi_clusterd_commits_since_last_clustering", {"table": "a"}) == 5
     assert reg.get_sample_value("hudi_clusterd_snapshot_small_files", {"table": "a"}) == 12
@@ -269,6 +273,9 @@ def test_metrics_observer_turns_events_into_series(server: MetricsServer) -> Non
     assert reg.get_sample_value("hudi_clusterd_rewritten_files_total", {"table": "a"}) == 6
     assert reg.get_sample_value("hudi_clusterd_rewritten_bytes_total", {"table": "a"}) == 1000
     assert reg.get_sample_value("hudi_clusterd_layout_files_scanned_ratio", {"table": "a"}) == 0.25
+    assert reg.get_sample_value("hudi_clusterd_table_busy_seconds", {"table": "b"}) == 90
+    observer.notify(TableBusy("b", 0.0))
+    assert reg.get_sample_value("hudi_clusterd_table_busy_seconds", {"table": "b"}) == 0
     observer.forget_table("a")
     assert reg.get_sample_value("hudi_clusterd_plans_queued") == 1
     assert reg.get_sample_value("hudi_clusterd_snapshot_files", {"table": "a"}) is None

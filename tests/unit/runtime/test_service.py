@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.instant import State
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.ops.events import Event, TableObserved
+from hudi_clusterd.ops.events import Event, TableBusy, TableObserved
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.runtime import service
 from hudi_clusterd.runtime.reload import SettingsHolder
@@ -118,7 +119,8 @@ def test_a_tick_that_finds_the_metadata_table_busy_is_deferred_not_failed(tmp_pa
     assert instant is not None
     # Given a writer's compaction, partitions or upgrade of the metadata table half done
     named, finish = _busy(gen.base, kind)
-    daemon = _daemon({"t": gen.base}, max_commits="4")
+    recorded = _Recorded()
+    daemon = _daemon({"t": gen.base}, max_commits="4", observer=recorded)
     # When the table is ticked more often than a failing plan may fail
     with capture_logs() as logs:
         for _ in range(MAX_ATTEMPTS_PER_PLAN + 1):
@@ -128,13 +130,24 @@ def test_a_tick_that_finds_the_metadata_table_busy_is_deferred_not_failed(tmp_pa
         MAX_ATTEMPTS_PER_PLAN + 1)
     assert all(named in e["reason"] for e in logs), logs[0]["reason"]
     assert [i.state for i in gen.table.timeline() if i.time == instant] == [State.REQUESTED]
-    # A table busy for longer than BUSY_WARN_S is a warning (an indexer at work, or its writers stopped)
-    monkeypatch.setattr(service, "BUSY_WARN_S", 0.0)
+    assert [type(e) for e in recorded.events] == [TableBusy] * (MAX_ATTEMPTS_PER_PLAN + 1)
+    # A daemon's worker reports for how long; past BUSY_WARN_S it logs a warning (an indexer at work, or its
+    # writers stopped)
+    worker = TableWorker("t", daemon)
+    monkeypatch.setattr(service, "BUSY_WARN_S", 0.05)
+    recorded.events.clear()
     with capture_logs() as logs:
-        daemon.run_once()
-    assert [e["log_level"] for e in logs] == ["warning"]
-    # Once the writer has finished, the next tick runs the plan (whose groups fail in this runner)
+        assert worker.guarded_tick()
+        time.sleep(0.1)
+        assert worker.guarded_tick()
+    assert [e["log_level"] for e in logs] == ["info", "warning"]
+    busy = [e for e in recorded.events if isinstance(e, TableBusy)]
+    assert busy[0].seconds == 0 and busy[1].seconds >= 0.1
+    # Once the writer has finished, the next tick reports the table free and runs the plan (whose groups fail
+    # in this runner)
     finish()
+    recorded.events.clear()
     with capture_logs() as logs:
-        daemon.run_once()
+        assert worker.guarded_tick()
     assert "clustering failed" in [e["event"] for e in logs]
+    assert [e for e in recorded.events if isinstance(e, TableBusy)] == [TableBusy("t", 0.0)]
