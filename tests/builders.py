@@ -10,6 +10,7 @@ JSON a Hudi writer produces. Data columns: ``id`` (record key), ``x`` (float), `
 from __future__ import annotations
 
 import random
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.io.markers import create_marker
 from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.ops.commit import Committed, complete
 
 SCHEMA = ('{"type":"record","name":"t_record","namespace":"hoodie.t","fields":['
           '{"name":"id","type":["null","long"],"default":null},'
@@ -155,6 +157,18 @@ def scheduled_plan(tmp_path: Path, table_version: int = 6
     stats = [[clustering_output_file(gen.table, t, group.group_ids()[0][0], f"{n:04d}aaaa")]
              for n, group in enumerate(plan.input_groups)]
     return gen, t, plan, stats
+
+
+def commit_while(after_s: float, action: Callable[[], None], gen: TableGen, instant: str, plan: ClusteringPlan,
+                 stats: Sequence[Sequence[WriteStat]]) -> Committed:
+    """Complete clustering ``instant`` (waiting up to 30 s for writers) while ``action`` runs in another thread
+    ``after_s`` seconds after the call."""
+    timer = threading.Timer(after_s, action)
+    timer.start()
+    try:
+        return complete(gen.table, instant, plan, stats, {}, undecided_wait_s=30)
+    finally:
+        timer.join()
 
 
 def small_table(tmp_path: Path, commits: int = 4) -> TableGen:

@@ -10,7 +10,6 @@ waits for the compaction outside the lock instead of throwing its work away.
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from hudi_clusterd.domain.instant import State
 from hudi_clusterd.errors import TableBusyError
 from hudi_clusterd.io.lock import LockOptions, TableLock
 from hudi_clusterd.ops.commit import complete
-from tests.builders import TableGen, scheduled_plan
+from tests.builders import TableGen, commit_while, scheduled_plan
 from tests.support import add_metadata_table
 
 COMPACTION = "20260101000000000001.compaction.requested"  # of the metadata table
@@ -50,13 +49,8 @@ def test_a_commit_waits_outside_the_lock_for_a_pending_metadata_compaction_then_
             (timeline / COMPACTION).unlink()
             finished.append(time.monotonic())
 
-    timer = threading.Timer(1.0, writer_finishes_it)
-    timer.start()
-    try:
-        # When our clustering commits
-        committed = complete(gen.table, t, plan, stats, {}, undecided_wait_s=30)
-    finally:
-        timer.join()
+    # When our clustering commits
+    committed = commit_while(1.0, writer_finishes_it, gen, t, plan, stats)
     # Then the writer could take the lock while the commit waited, and the commit came after the compaction
     assert finished, "the writer could not take the table lock while the commit waited"
     assert committed.dropped_groups == ()

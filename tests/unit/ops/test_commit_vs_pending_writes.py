@@ -30,7 +30,7 @@ from hudi_clusterd.ops.execute import Executor, execute
 from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
-from tests.builders import TableGen, clustering_output_file, make_policy, scheduled_plan
+from tests.builders import TableGen, clustering_output_file, commit_while, make_policy, scheduled_plan
 
 
 def _hudi_upsert(gen: TableGen, *, inflight_updates: list[tuple[str, str]] | None) -> str:
@@ -76,14 +76,9 @@ def test_the_commit_waits_for_a_live_requested_upsert_to_declare_its_file_groups
     p2_group = plan.input_groups[1].group_ids()[0]
     # Given a Hudi upsert still only requested (looking its records up), alive, that declares a p2 group 1 s later
     upsert = _hudi_upsert(gen, inflight_updates=None)
-    timer = threading.Timer(1.0, _declare, (gen, upsert, [p2_group]))
-    timer.start()
     started = time.monotonic()
-    try:
-        # When our clustering commits
-        committed = complete(gen.table, t, plan, stats, {}, undecided_wait_s=30)
-    finally:
-        timer.join()
+    # When our clustering commits
+    committed = commit_while(1.0, lambda: _declare(gen, upsert, [p2_group]), gen, t, plan, stats)
     # Then it waited for the declaration and left the p2 group out
     assert time.monotonic() - started >= 1.0
     assert committed.dropped_groups == (1,)
@@ -152,13 +147,8 @@ def test_right_after_a_write_completed_the_commit_waits_for_the_next_write_and_c
         time.sleep(0.3)
         _declare(gen, upsert[0], [p2_group])
 
-    timer = threading.Timer(0.4, next_write)
-    timer.start()
-    try:
-        # When our clustering commits
-        committed = complete(gen.table, t, plan, stats, {}, undecided_wait_s=30)
-    finally:
-        timer.join()
+    # When our clustering commits
+    committed = commit_while(0.4, next_write, gen, t, plan, stats)
     # Then it committed after the write declared its file groups, without the group it writes
     hoodie = gen.base / ".hoodie"
     assert (hoodie / f"{t}.replacecommit").stat().st_mtime >= (hoodie / f"{upsert[0]}.inflight").stat().st_mtime
