@@ -101,13 +101,13 @@ from hudi_clusterd.engine.clustering.sorting import (
 from hudi_clusterd.engine.files import executor_base_path, spark_arrow_schema, write_file_groups
 from hudi_clusterd.engine.ingest.writer import insert
 from hudi_clusterd.engine.session import get_or_create_session
-from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields
-from hudi_clusterd.io.base_file_writer import BaseFileWriteSpec
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.layout.quality import files_scanned_ratio
 from hudi_clusterd.ops.execute import execute_pending, group_inputs
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.table.base_file_writer import BaseFileWriteSpec
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from procstats import CpuMeter
 
 REFERENCE_BYTES_PER_ROW = 62.4  # gen.py output: 4M rows ~ 238 MiB (used to size --memory-gb inputs)

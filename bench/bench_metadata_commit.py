@@ -28,7 +28,7 @@ the machine inflates far less; by wrapping the functions where they are looked u
 (``hudi_clusterd.ops.commit.complete`` as ``ops/execute.py`` calls it), and within it ``MetadataTable.commit`` and
 the column statistics records it builds (``index_records``). The new files' footers are read before the commit
 step, while the clustering executes: ``ops/execute.py`` calls ``prepare_metadata``
-(``hudi_clusterd.io.metadata.indexes.prepare``), which reads them in 4 threads and caches their column ranges, so
+(``hudi_clusterd.table.metadata.indexes.prepare``), which reads them in 4 threads and caches their column ranges, so
 ``index_records`` only looks them up. ``prepare_metadata`` is wrapped too, where ``ops/execute.py`` looks it up, and
 timed apart (outside the commit step, as Hudi's write tasks collect their statistics during the write): wall
 seconds, and CPU seconds of this whole process (``time.process_time``: the reading threads' too). Around
@@ -94,10 +94,10 @@ from benchlib import (
     total_bytes,
 )
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
-from hudi_clusterd.io.metadata import column_stats as cs
-from hudi_clusterd.io.metadata import records as rec
-from hudi_clusterd.io.metadata.writer import METADATA_FOLDER, MetadataCommit, MetadataTable
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.metadata import column_stats as cs
+from hudi_clusterd.formats.metadata import records as rec
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.metadata.writer import METADATA_FOLDER, MetadataCommit, MetadataTable
 
 TABLE_VERSION = 9
 TARGET_EXTRA_S = 0.5
@@ -245,8 +245,8 @@ def probes() -> Iterator[list[Probe]]:
     """Wrap ``complete`` and ``prepare_metadata`` (where ``ops/execute.py`` looks them up), ``MetadataTable.commit``
     and ``index_records`` (where ``io/metadata/writer.py`` looks it up) with timers; each clustering appends one
     `Probe` to the list before it runs. The originals are put back on exit."""
-    import hudi_clusterd.io.metadata.writer as writer_mod
     import hudi_clusterd.ops.execute as execute_mod
+    import hudi_clusterd.table.metadata.writer as writer_mod
 
     runs: list[Probe] = []
     # (owner, name) of each wrapped function: looked up by name, as the modules that call them do

@@ -42,7 +42,7 @@ from hudi_clusterd.engine.ingest.snapshot import snapshot  # noqa: E402
 from hudi_clusterd.engine.ingest.upsert import deduplicate_last, tag_locations, upsert  # noqa: E402
 from hudi_clusterd.engine.ingest.writer import insert, prepare_insert, table_data_schema  # noqa: E402
 from hudi_clusterd.engine.session import get_or_create_session  # noqa: E402
-from hudi_clusterd.io.table import HoodieTable  # noqa: E402
+from hudi_clusterd.table.hoodie_table import HoodieTable  # noqa: E402
 
 MB = 1024 * 1024
 

@@ -169,7 +169,7 @@ spark.stop()
 def ensure_tables(pairs: Sequence[tuple[Path, Path]], table_version: int) -> None:
     """Each source folder loaded into its Hudi table of ``table_version`` (one bulk_insert commit per file, by our
     ingestion) unless cached."""
-    from hudi_clusterd.io.table import HoodieTable
+    from hudi_clusterd.table.hoodie_table import HoodieTable
 
     todo = [(s, c) for s, c in pairs if not HoodieTable.exists(str(c))]
     if not todo:

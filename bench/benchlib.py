@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO / "daemon"))
 
 from hudi_clusterd.domain.table_config import TableConfig  # noqa: E402
 from hudi_clusterd.engine.ingest.writer import insert  # noqa: E402
-from hudi_clusterd.io.table import HoodieTable  # noqa: E402
 from hudi_clusterd.layout.quality import files_scanned_ratio  # noqa: E402
+from hudi_clusterd.table.hoodie_table import HoodieTable  # noqa: E402
 from procstats import proc_table  # noqa: E402
 
 COLUMNS = ("lat", "lon")

@@ -35,10 +35,10 @@ from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.domain.policy_keys import ClusteringKey
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.io.avro_schema import arrow_to_avro_json, strip_meta_fields
-from hudi_clusterd.io.markers import create_marker
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.ops.commit import Committed, complete
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.markers import create_marker
 
 SCHEMA = ('{"type":"record","name":"t_record","namespace":"hoodie.t","fields":['
           '{"name":"id","type":["null","long"],"default":null},'

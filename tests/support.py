@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from hudi_clusterd.io.metadata.log_blocks import empty_delete_block, encode_block
+from hudi_clusterd.formats.log_blocks import empty_delete_block, encode_block
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = (REPO_ROOT / ".." / "shared").resolve()

@@ -46,7 +46,7 @@ from typing import Any
 
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError
-from hudi_clusterd.io.java_properties import parse_properties_document
+from hudi_clusterd.formats.java_properties import parse_properties_document
 from hudi_clusterd.settings_keys import DAEMON_KEYS, LogFormat, WatchMode, settings_reference
 
 __all__ = [

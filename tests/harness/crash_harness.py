@@ -42,10 +42,10 @@ from hudi_clusterd.domain.file_group import FileGroupId
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import CommitConflictError
-from hudi_clusterd.io.avro import decode_requested_replace
-from hudi_clusterd.io.bloom import BloomSettings
-from hudi_clusterd.io.lock import LOCK_FILE, LockOptions, TableLock
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro import decode_requested_replace
+from hudi_clusterd.formats.bloom import BloomSettings
+from hudi_clusterd.lock import LOCK_FILE, LockOptions, TableLock
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import make_policy
 from tests.harness.apache_hudi import HudiWorker
 from tests.harness.daemon_harness import decode_instant, instant_files, instant_metadata, write_props

@@ -13,7 +13,7 @@ from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
 
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.instant import Action
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 
 def hudi_table(base: Path) -> Any:

@@ -78,9 +78,9 @@ def workload(scratch: Path) -> None:
     from hudi_clusterd.engine.ingest.upsert import upsert
     from hudi_clusterd.engine.ingest.writer import insert
     from hudi_clusterd.engine.session import get_or_create_session
-    from hudi_clusterd.io.table import HoodieTable
     from hudi_clusterd.ops.execute import execute_pending
     from hudi_clusterd.ops.schedule import schedule
+    from hudi_clusterd.table.hoodie_table import HoodieTable
     from tests.builders import make_policy
 
     spark = get_or_create_session("local[2]", app_name="hudi-clusterd-jvm-archive",

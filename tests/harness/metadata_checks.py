@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.harness.apache_hudi import HudiRequestError, HudiWorker, read_hoodie_properties
 
 # Hudi's data files (``FSUtils.isDataFile``): base files by extension, log files by FSUtils.LOG_FILE_PATTERN.

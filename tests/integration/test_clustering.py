@@ -18,11 +18,11 @@ import pytest
 
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.layout.figures import clustering_figures
 from hudi_clusterd.ops.execute import ExecutionResult, execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen, make_policy
 from tests.harness.hudi_rs_checks import (
     assert_no_orphan_files,

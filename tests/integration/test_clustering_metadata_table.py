@@ -10,13 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.domain.policy import ClusteringPolicy
-from hudi_clusterd.io.metadata import column_stats as cs
-from hudi_clusterd.io.metadata import records as rec
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.metadata import column_stats as cs
+from hudi_clusterd.formats.metadata import records as rec
 from hudi_clusterd.layout.figures import clustering_figures
 from hudi_clusterd.ops.execute import ExecutionResult, execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import make_policy
 from tests.harness.hudi_rs_checks import hudi_rs_rows, without_file_name
 from tests.harness.metadata_checks import committed_base_files

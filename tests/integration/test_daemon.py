@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from hudi_clusterd.io.avro import decode_requested_replace
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro import decode_requested_replace
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen, commit_some
 from tests.harness.daemon_harness import (
     DaemonProcess,

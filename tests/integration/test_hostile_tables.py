@@ -24,8 +24,7 @@ from hudi_clusterd.domain.plan import (
     SliceInfo,
 )
 from hudi_clusterd.errors import ExecutionError, MetadataDecodeError
-from hudi_clusterd.io.avro import encode_requested_replace
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro import encode_requested_replace
 from hudi_clusterd.ops.events import NoObserver
 from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
@@ -33,6 +32,7 @@ from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
 from hudi_clusterd.settings import Settings, settings_from_properties
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen, make_policy
 from tests.harness.hudi_rs_checks import (
     assert_no_orphan_files,

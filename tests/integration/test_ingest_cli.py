@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.commands import ingest
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.harness.hudi_rs_checks import assert_meta_consistent, assert_table_layout, hudi_rs_rows
 
 pytestmark = pytest.mark.spark

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.engine.ingest.sink import BATCH_ID_KEY, QUERY_ID_KEY, SINK_CHECKPOINT_KEY, HudiStreamingSink
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.harness.hudi_rs_checks import (
     assert_meta_consistent,
     assert_table_layout,

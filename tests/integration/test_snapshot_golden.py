@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.support import V6_TABLES
 

@@ -14,10 +14,10 @@ from hudi_clusterd.engine.ingest.sink import HudiStreamingSink
 from hudi_clusterd.engine.ingest.upsert import upsert
 from hudi_clusterd.engine.ingest.writer import insert
 from hudi_clusterd.errors import CommitConflictError
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import make_policy
 from tests.harness.hudi_rs_checks import assert_meta_consistent, hudi_rs_incremental, hudi_rs_rows
 

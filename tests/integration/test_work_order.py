@@ -19,14 +19,14 @@ from hudi_clusterd.domain.file_group import BaseFile, base_file_name
 from hudi_clusterd.domain.instant import Action, State
 from hudi_clusterd.domain.plan import ClusteringPlan, WorkOrder
 from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
-from hudi_clusterd.io.lock import LOCK_FILE
-from hudi_clusterd.io.storage import FileInfo, Storage
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.layout.strategy import LayoutStrategy
+from hudi_clusterd.lock import LOCK_FILE
 from hudi_clusterd.ops.events import NoObserver
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import Daemon, TableWorker
 from hudi_clusterd.settings import Settings, settings_from_properties
+from hudi_clusterd.storage import FileInfo, Storage
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen
 
 pytestmark = pytest.mark.spark
@@ -127,8 +127,8 @@ def test_one_tick_that_schedules_and_executes_lists_hoodie_thrice_and_each_parti
 def test_a_rollback_without_markers_lists_only_the_partitions_of_its_plan(tmp_path: Path) -> None:
     # Given an inflight clustering of partition p1 only, that wrote a file and left no markers
     gen = _table(tmp_path)
-    from hudi_clusterd.io.rollback import rollback_pending
     from hudi_clusterd.ops.schedule import schedule
+    from hudi_clusterd.table.rollback import rollback_pending
     from tests.builders import make_policy
 
     pending = schedule(gen.table, make_policy(**{"partition.selected": "p1"}), force=True).pending

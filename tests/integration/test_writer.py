@@ -14,7 +14,7 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.engine.ingest.snapshot import snapshot
 from hudi_clusterd.engine.ingest.writer import insert
 from hudi_clusterd.errors import ExecutionError, TableError
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.harness.hudi_rs_checks import (
     assert_meta_consistent,
     assert_table_layout,

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from hudi_clusterd.domain.instant import State
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.execute import Executor, execute
 from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import EVENTS_SCHEMA, event_rows, events_by_key, expected_events, make_policy
 from tests.harness.apache_hudi import HudiWorker, HudiWorkers, events_writer_options
 from tests.harness.daemon_harness import clusterd, clusterings, completed_file, instant_names, table_version

@@ -17,8 +17,8 @@ import pytest
 
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.errors import LockError
-from hudi_clusterd.io.lock import AUX_LOCK_FILE, LOCK_FILE, LockOptions
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.lock import AUX_LOCK_FILE, LOCK_FILE, LockOptions
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.harness.apache_hudi import HudiRequestError, HudiWorker, hudi_write_options
 from tests.harness.daemon_harness import instant_files
 

@@ -22,10 +22,10 @@ import pytest
 
 from hudi_clusterd.domain.instant import Action, State
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.io.table import HoodieTable
-from hudi_clusterd.io.timeline_store import TimelineStore
 from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.timeline_store import TimelineStore
 from tests.builders import EVENTS_SCHEMA, event_rows, events_by_key, expected_events, make_policy
 from tests.harness.apache_hudi import HudiWorker, HudiWorkers, events_writer_options
 from tests.harness.daemon_harness import clusterd, clusterings

@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.io.avro_schema import META_FIELDS
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro_schema import META_FIELDS
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import ClusteredTable, golden_rows, write_and_cluster
 from tests.harness.apache_hudi import HudiWorker, hudi_write_options
 from tests.harness.daemon_harness import commit_metadata, incremental_start, table_version

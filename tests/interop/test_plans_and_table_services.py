@@ -20,10 +20,10 @@ from hudi_clusterd.domain.file_group import base_file_name
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import RequestedReplaceMetadata
 from hudi_clusterd.errors import StorageError
-from hudi_clusterd.io.avro import decode_ocf, decode_requested_replace
-from hudi_clusterd.io.markers import create_marker
-from hudi_clusterd.io.rollback import rollback_pending
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro import decode_ocf, decode_requested_replace
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.markers import create_marker
+from hudi_clusterd.table.rollback import rollback_pending
 from tests.builders import EVENTS_SCHEMA, event_rows, events_by_key, expected_events
 from tests.harness.apache_hudi import HudiWorker, events_writer_options, read_hoodie_properties
 from tests.harness.daemon_harness import (

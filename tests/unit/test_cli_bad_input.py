@@ -78,7 +78,7 @@ def test_own_writer_refuses_a_table_with_a_metadata_table_and_clustering_a_missi
     base = golden_copy(OVERWRITE)
     props = base / ".hoodie/hoodie.properties"
     props.write_text(props.read_text() + "hoodie.table.metadata.partitions=files\n")
-    from hudi_clusterd.io.table import HoodieTable
+    from hudi_clusterd.table.hoodie_table import HoodieTable
 
     table = HoodieTable.open(str(base))  # reading is fine
     # our ingestion does not keep a metadata table: it refuses, naming the key and what to do

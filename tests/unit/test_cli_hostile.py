@@ -9,7 +9,7 @@ import pytest
 from hudi_clusterd.cli import main
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.errors import TimelineError
-from hudi_clusterd.io.avro import encode_requested_replace
+from hudi_clusterd.formats.avro import encode_requested_replace
 from hudi_clusterd.ops.schedule import schedule
 from tests.builders import make_policy, small_table, valid_plan_meta
 

@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hudi_clusterd.cli import build_parser
 from hudi_clusterd.engine.ingest.sink import HudiStreamingSink
-from hudi_clusterd.io.java_properties import parse_properties
+from hudi_clusterd.formats.java_properties import parse_properties
 from hudi_clusterd.runtime.metrics import PLAN_OUTCOMES, RELOAD_OUTCOMES, Metrics
 from hudi_clusterd.runtime.metrics_server import MetricsServer
 from hudi_clusterd.settings import Settings, load_settings

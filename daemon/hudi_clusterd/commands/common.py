@@ -7,9 +7,9 @@ from pathlib import Path
 
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError
-from hudi_clusterd.io.java_properties import parse_properties
-from hudi_clusterd.io.lock import LockOptions
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.java_properties import parse_properties
+from hudi_clusterd.lock import LockOptions
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 
 def load_policy(path: str | None) -> ClusteringPolicy:

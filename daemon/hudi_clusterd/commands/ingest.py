@@ -22,7 +22,7 @@ from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.table_config import LAYOUT_OF_VERSION, NEW_TABLE_VERSION, TableConfig
 from hudi_clusterd.errors import ClusterdError, ConfigError, ExecutionError, TableError
 from hudi_clusterd.exit_codes import EXIT_FAILURE, EXIT_TABLE
-from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
+from hudi_clusterd.table.hoodie_table import PROPERTIES_FILE, HoodieTable
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -126,7 +126,7 @@ def _open_or_create(args: argparse.Namespace, spark: Any, first_source: str) -> 
     if not record_key:
         raise ConfigError(f"{args.base_path} is not a Hudi table yet; --record-key is required to create it")
     from hudi_clusterd.engine.files import spark_arrow_schema
-    from hudi_clusterd.io.avro_schema import arrow_to_avro_json, sanitize_name
+    from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, sanitize_name
 
     name = args.table_name or sanitize_name(os.path.basename(os.path.normpath(args.base_path)) or "hudi_table")
     schema = spark_arrow_schema(_read(spark, [first_source]))

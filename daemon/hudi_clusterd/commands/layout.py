@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.layout.figures import snapshot_report
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 
 def register(subparsers: Any) -> None:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from hudi_clusterd.commands.status import human_bytes
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 
 def pending_plans(table: HoodieTable, now: datetime | None = None) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 DEFAULT_SMALL_FILE_LIMIT = 314572800  # hoodie.clustering.plan.strategy.small.file.limit
 

@@ -3,7 +3,7 @@
 HoodieCommitMetadata = partitionToWriteStats, compacted, extraMetadata, operationType; HoodieReplaceCommitMetadata
 adds partitionToReplaceFileIds. Version-6 tables store it as JSON (`CommitMetadata.to_json_dict`); 1.x tables
 (versions 8 and 9) as an Avro record of the 1.x schemas (`CommitMetadata.to_avro_dict`; the container is written by
-``hudi_clusterd.io.avro``). Both decoders go through `CommitMetadata.from_mapping`, which validates the paths.
+``hudi_clusterd.formats.avro``). Both decoders go through `CommitMetadata.from_mapping`, which validates the paths.
 Unknown fields are ignored on read, as Hudi's Jackson reader does.
 """
 

@@ -1,7 +1,7 @@
 """Clustering plans as Hudi stores them in ``<T>.replacecommit.requested`` (HoodieRequestedReplaceMetadata).
 
 The dataclasses mirror the Avro records field for field; ``to_avro`` / ``from_avro`` convert to and from the
-plain dicts the Avro codec (``hudi_clusterd.io.avro``) reads and writes.
+plain dicts the Avro codec (``hudi_clusterd.formats.avro``) reads and writes.
 
 A plan is a self-contained work order: its groups name every input slice (with the slice's base instant, read
 once from the file name), and its strategy parameters carry everything execution needs (`WorkOrder`), so a

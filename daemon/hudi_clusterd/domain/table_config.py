@@ -229,7 +229,7 @@ class TableConfig:
     def check_writable(self, source: str, *, keeps_metadata_table: bool = False) -> None:
         """Refuse writes our commits would leave inconsistent. A writer that does not keep the metadata table
         true (``keeps_metadata_table=False``: our ingestion) refuses a table that has one; clustering keeps it
-        (``hudi_clusterd.io.metadata`` decides what it can keep)."""
+        (``hudi_clusterd.table.metadata`` decides what it can keep)."""
         self.check_readable(source)
         if self.metadata_partitions and not keeps_metadata_table:
             raise UnsupportedTableError(

@@ -1,6 +1,6 @@
 """The active timeline: one instant per (time, action), in its highest state, sorted by time.
 
-Pure queries only; loading from ``.hoodie/`` lives in ``hudi_clusterd.io.timeline_store``.
+Pure queries only; loading from ``.hoodie/`` lives in ``hudi_clusterd.table.timeline_store``.
 """
 
 from __future__ import annotations

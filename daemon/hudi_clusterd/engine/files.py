@@ -4,7 +4,7 @@
 laid out (each Spark partition holds rows grouped by partition path) and carries ``_hoodie_partition_path`` and
 ``_hoodie_record_key`` (plus ``_hoodie_commit_time``/``_hoodie_commit_seqno`` when
 ``spec.preserve_meta_fields``). Every Spark task writes its rows into new file groups with ``mapInArrow``
-(``hudi_clusterd.io.base_file_writer``); data never passes through the driver, only one small stat row per file
+(``hudi_clusterd.table.base_file_writer``); data never passes through the driver, only one small stat row per file
 comes back, and the result is the write stats. The helpers beside it name paths and schemas as Spark sees them.
 """
 
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from hudi_clusterd.domain.commit import WriteStat
-from hudi_clusterd.io.avro_schema import normalize_arrow_schema
-from hudi_clusterd.io.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds, WrittenFile
-from hudi_clusterd.io.storage import Storage
+from hudi_clusterd.formats.avro_schema import normalize_arrow_schema
+from hudi_clusterd.storage import Storage
+from hudi_clusterd.table.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds, WrittenFile
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -16,9 +16,9 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.errors import ClusterdError
-from hudi_clusterd.io.storage import Storage
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.layout.quality import LayoutReport, files_scanned_ratio, layout_report, read_boxes
+from hudi_clusterd.storage import Storage
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 log = structlog.get_logger(__name__)
 

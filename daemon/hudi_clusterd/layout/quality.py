@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.errors import StorageError, TableError
-from hudi_clusterd.io.footers import leaf_columns
+from hudi_clusterd.table.footers import leaf_columns
 
 QUERY_COUNT = 600
 QUERY_SEED = 1

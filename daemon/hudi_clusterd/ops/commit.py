@@ -43,10 +43,10 @@ from hudi_clusterd.errors import (
     TableBusyError,
     TimelineError,
 )
-from hudi_clusterd.io.heartbeat import INGESTION_TIMEOUT_S, heartbeat_expired, heartbeat_path
-from hudi_clusterd.io.markers import delete_markers, list_markers
-from hudi_clusterd.io.rollback import RollbackResult, reconcile_markers, rollback_pending, safe_file_of_instant
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.heartbeat import INGESTION_TIMEOUT_S, heartbeat_expired, heartbeat_path
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.markers import delete_markers, list_markers
+from hudi_clusterd.table.rollback import RollbackResult, reconcile_markers, rollback_pending, safe_file_of_instant
 
 log = structlog.get_logger(__name__)
 

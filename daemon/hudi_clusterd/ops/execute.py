@@ -34,9 +34,6 @@ from hudi_clusterd.errors import (
     PlanError,
     StorageError,
 )
-from hudi_clusterd.io.metadata.indexes import prepare as prepare_metadata
-from hudi_clusterd.io.storage import Storage
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.commit import UNDECIDED_WAIT_S, complete, rollback_clustering, withdraw_collided
 from hudi_clusterd.ops.events import NoObserver, Observer, Outcome, PlanFinished, PlanStarted
 from hudi_clusterd.ops.ownership import Claim, Ownership
@@ -44,6 +41,9 @@ from hudi_clusterd.ops.pool import run_groups
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.storage import Storage
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.metadata.indexes import prepare as prepare_metadata
 
 log = structlog.get_logger(__name__)
 

@@ -21,7 +21,7 @@ from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import PlanError
-from hudi_clusterd.io.heartbeat import (
+from hudi_clusterd.table.heartbeat import (
     CLUSTERING_INTERVAL_S,
     CLUSTERING_TIMEOUT_S,
     Heartbeat,
@@ -29,8 +29,8 @@ from hudi_clusterd.io.heartbeat import (
     heartbeat_owner,
     process_owner,
 )
-from hudi_clusterd.io.rollback import rollback_pending
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.rollback import rollback_pending
 
 log = structlog.get_logger(__name__)
 

@@ -17,9 +17,9 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.events import GroupFinished, GroupStarted, Observer
 from hudi_clusterd.ops.ports import GroupRunner
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 
 def run_groups(runner: GroupRunner, table: HoodieTable, instant: str, plan: ClusteringPlan,

@@ -8,7 +8,7 @@ from typing import Protocol
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.plan import ClusteringPlan
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 
 class GroupRunner(Protocol):

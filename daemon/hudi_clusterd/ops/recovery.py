@@ -17,13 +17,13 @@ import structlog
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import MetadataTableError
-from hudi_clusterd.io.heartbeat import HEARTBEAT_FOLDER, heartbeat_path
-from hudi_clusterd.io.markers import delete_markers
-from hudi_clusterd.io.rollback import RollbackResult, rollback_pending
-from hudi_clusterd.io.storage import is_stale_temp_file
-from hudi_clusterd.io.timeline_store import TEMP_FOLDER
 from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.storage import is_stale_temp_file
+from hudi_clusterd.table.heartbeat import HEARTBEAT_FOLDER, heartbeat_path
+from hudi_clusterd.table.markers import delete_markers
+from hudi_clusterd.table.rollback import RollbackResult, rollback_pending
+from hudi_clusterd.table.timeline_store import TEMP_FOLDER
 
 log = structlog.get_logger(__name__)
 

@@ -21,8 +21,8 @@ from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering
 from hudi_clusterd.domain.instant import Action
 from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.io.storage import FileInfo
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.storage import FileInfo
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 Listing = tuple[list[str], list[BaseFile]]
 """Partition paths and their base files, from `HoodieTable.scan_files`."""

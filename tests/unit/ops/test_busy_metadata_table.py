@@ -18,7 +18,7 @@ import pytest
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.instant import State
 from hudi_clusterd.errors import TableBusyError
-from hudi_clusterd.io.lock import LockOptions, TableLock
+from hudi_clusterd.lock import LockOptions, TableLock
 from hudi_clusterd.ops.commit import complete
 from tests.builders import TableGen, commit_while, scheduled_plan
 from tests.support import add_metadata_table

@@ -24,15 +24,15 @@ from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
-from hudi_clusterd.io.heartbeat import heartbeat_path
-from hudi_clusterd.io.markers import create_marker
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import Executor, execute
 from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.table.heartbeat import heartbeat_path
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.markers import create_marker
 from tests.builders import TableGen, make_policy
 from tests.support import add_metadata_table
 

@@ -11,9 +11,9 @@ import pytest
 
 from hudi_clusterd.cli import main
 from hudi_clusterd.errors import ConfigError, LockError
-from hudi_clusterd.io.lock import LockOptions, TableLock
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.lock import LockOptions, TableLock
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen, make_policy
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.support import require_shared

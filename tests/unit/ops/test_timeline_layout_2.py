@@ -17,12 +17,12 @@ from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.instant import Action, Instant, State, format_instant_time, parse_instant_time
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import ExecutionError, TimelineError
-from hudi_clusterd.io.avro import REQUESTED_REPLACE_WRITER_SCHEMA_V2, _schema_text, encode_commit_metadata_v2
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro import REQUESTED_REPLACE_WRITER_SCHEMA_V2, _schema_text, encode_commit_metadata_v2
 from hudi_clusterd.ops.commit import complete, rollback_clustering
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen, make_policy, scheduled_plan
 
 

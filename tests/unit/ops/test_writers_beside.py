@@ -15,15 +15,15 @@ from hudi_clusterd.domain.instant import Action, Instant, State, format_instant_
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan, RequestedReplaceMetadata
 from hudi_clusterd.domain.planner import PLANNED_AGAINST_KEY, SCHEDULER_KEY, scheduled_by_us
 from hudi_clusterd.errors import InstantCollisionError, PlanError, TimelineError
-from hudi_clusterd.io.avro import encode_requested_replace
-from hudi_clusterd.io.heartbeat import heartbeat_path
-from hudi_clusterd.io.markers import create_marker
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro import encode_requested_replace
 from hudi_clusterd.ops.commit import complete, rollback_clustering, withdraw_collided
 from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.table.heartbeat import heartbeat_path
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.markers import create_marker
 from tests.builders import TableGen, make_policy
 
 

@@ -13,13 +13,13 @@ from structlog.testing import capture_logs
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.instant import State
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.io.table import HoodieTable
 from hudi_clusterd.ops.events import Event, TableBusy, TableObserved
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.runtime import service
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
 from hudi_clusterd.settings import settings_from_properties
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import make_policy, small_table
 from tests.support import add_metadata_table
 

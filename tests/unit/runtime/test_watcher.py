@@ -20,7 +20,6 @@ from watchdog.events import (
 
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import ConfigError, TableError
-from hudi_clusterd.io.table import HoodieTable, timeline_folder
 from hudi_clusterd.runtime.watcher import (
     ConfigWatcher,
     Debouncer,
@@ -30,6 +29,7 @@ from hudi_clusterd.runtime.watcher import (
     is_timeline_change,
     local_path,
 )
+from hudi_clusterd.table.hoodie_table import HoodieTable, timeline_folder
 
 WAIT = 10.0  # generous: only reached when something is broken
 

@@ -40,10 +40,15 @@ from hudi_clusterd.engine.session import (
     is_connect_session,
 )
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.io.avro_schema import FILE_NAME_FIELD, PARTITION_PATH_FIELD, arrow_to_avro_json, strip_meta_fields
-from hudi_clusterd.io.base_file_writer import DEFAULT_ROW_GROUP_BYTES, BaseFileWriteSpec
-from hudi_clusterd.io.bloom import BloomSettings
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro_schema import (
+    FILE_NAME_FIELD,
+    PARTITION_PATH_FIELD,
+    arrow_to_avro_json,
+    strip_meta_fields,
+)
+from hudi_clusterd.formats.bloom import BloomSettings
+from hudi_clusterd.table.base_file_writer import DEFAULT_ROW_GROUP_BYTES, BaseFileWriteSpec
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.io.storage import Storage
+from hudi_clusterd.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

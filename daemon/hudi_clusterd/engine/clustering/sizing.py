@@ -19,7 +19,7 @@ the sort order compress worse in the sample than in the output, and the larger t
 overstates: 2.2 times on 2 GB of the reference dataset. One writing task per estimated file would then write
 files of half the target. So the estimate sets only how many tasks write (`writing_tasks`: one per
 `FILES_PER_TASK` estimated files); each task measures its own output as it writes and cuts it into equal files
-near the target (`hudi_clusterd.io.base_file_writer`).
+near the target (`hudi_clusterd.table.base_file_writer`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 import structlog
 
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.io.storage import Storage
+from hudi_clusterd.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

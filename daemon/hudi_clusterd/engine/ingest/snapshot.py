@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from hudi_clusterd.io.avro_schema import meta_arrow_fields
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro_schema import meta_arrow_fields
+from hudi_clusterd.table.hoodie_table import HoodieTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

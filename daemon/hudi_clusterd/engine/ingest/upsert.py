@@ -40,21 +40,21 @@ from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.engine.ingest.write_client import complete_commit, start_commit
 from hudi_clusterd.errors import CommitConflictError, ExecutionError, UnsupportedTableError
-from hudi_clusterd.io.avro_schema import (
+from hudi_clusterd.formats.avro_schema import (
     COMMIT_SEQNO_FIELD,
     COMMIT_TIME_FIELD,
     PARTITION_PATH_FIELD,
     RECORD_KEY_FIELD,
     arrow_to_avro_json,
 )
-from hudi_clusterd.io.base_file_writer import (
+from hudi_clusterd.formats.bloom import BloomSettings
+from hudi_clusterd.table.base_file_writer import (
     DEFAULT_COMPRESSION,
     DEFAULT_MAX_FILE_BYTES,
     FILE_ID_COLUMN,
     BaseFileWriteSpec,
 )
-from hudi_clusterd.io.bloom import BloomSettings
-from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
+from hudi_clusterd.table.hoodie_table import PROPERTIES_FILE, HoodieTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

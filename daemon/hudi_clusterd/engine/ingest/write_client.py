@@ -6,11 +6,11 @@ Protocol for one copy-on-write commit T (table version 6, timeline layout 1):
    the timeline; the heartbeat ``.hoodie/.heartbeat/T`` is created and refreshed from then on; then
    ``T.commit.requested`` (empty) and ``T.inflight`` (a JSON workload profile whose extraMetadata names the
    writer) are created.
-2. The engine writes base files of instant T, each after its DIRECT marker (``hudi_clusterd.io.markers``).
+2. The engine writes base files of instant T, each after its DIRECT marker (``hudi_clusterd.table.markers``).
 3. ``complete_commit``: files of failed task attempts (a marker but no write stat) are deleted and every
    write-stat file is checked to exist; then, under the lock, ``T.commit`` (JSON ``HoodieCommitMetadata`` with
    ``extraMetadata.schema``) is created, which is the commit point; markers and heartbeat go last.
-4. ``abort`` rolls T back (``hudi_clusterd.io.rollback``). ``rollback_failed_writes`` rolls back other pending
+4. ``abort`` rolls T back (``hudi_clusterd.table.rollback``). ``rollback_failed_writes`` rolls back other pending
    ingestion commits whose heartbeat has expired, i.e. whose writer died; pending replacecommits are never
    touched (clustering instants belong to the clustering executor).
 """
@@ -25,10 +25,10 @@ import structlog
 from hudi_clusterd.domain.commit import SCHEMA_KEY, CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.errors import StorageError, TableError, TimelineError
-from hudi_clusterd.io.heartbeat import INGESTION_INTERVAL_S, INGESTION_TIMEOUT_S, Heartbeat, heartbeat_expired
-from hudi_clusterd.io.markers import delete_markers
-from hudi_clusterd.io.rollback import RollbackResult, reconcile_markers, rollback_pending
-from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
+from hudi_clusterd.table.heartbeat import INGESTION_INTERVAL_S, INGESTION_TIMEOUT_S, Heartbeat, heartbeat_expired
+from hudi_clusterd.table.hoodie_table import PROPERTIES_FILE, HoodieTable
+from hudi_clusterd.table.markers import delete_markers
+from hudi_clusterd.table.rollback import RollbackResult, reconcile_markers, rollback_pending
 
 log = structlog.get_logger(__name__)
 

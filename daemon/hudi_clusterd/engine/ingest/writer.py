@@ -22,7 +22,7 @@ from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.engine.files import executor_base_path, spark_arrow_schema, spark_error_message, write_file_groups
 from hudi_clusterd.engine.ingest.write_client import WriteHandle, abort, complete_commit, start_commit
 from hudi_clusterd.errors import ClusterdError, ExecutionError, TableError
-from hudi_clusterd.io.avro_schema import (
+from hudi_clusterd.formats.avro_schema import (
     META_FIELDS,
     PARTITION_PATH_FIELD,
     RECORD_KEY_FIELD,
@@ -31,14 +31,14 @@ from hudi_clusterd.io.avro_schema import (
     normalize_arrow_schema,
     strip_meta_fields,
 )
-from hudi_clusterd.io.base_file_writer import (
+from hudi_clusterd.formats.bloom import BloomSettings
+from hudi_clusterd.formats.schema_fit import check_writable_as
+from hudi_clusterd.table.base_file_writer import (
     DEFAULT_COMPRESSION,
     DEFAULT_MAX_FILE_BYTES,
     BaseFileWriteSpec,
 )
-from hudi_clusterd.io.bloom import BloomSettings
-from hudi_clusterd.io.schema_fit import check_writable_as
-from hudi_clusterd.io.table import PROPERTIES_FILE, HoodieTable
+from hudi_clusterd.table.hoodie_table import PROPERTIES_FILE, HoodieTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from hudi_clusterd.engine.clustering.scan import SPLIT_BYTES, assign_files, conform, read_conformed, scan_tasks
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.io.storage import Storage
+from hudi_clusterd.storage import Storage
 
 MIB = 1024 * 1024
 

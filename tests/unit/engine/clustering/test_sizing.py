@@ -17,7 +17,7 @@ from hudi_clusterd.engine.clustering.sizing import (
     writing_tasks,
 )
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.io.storage import Storage
+from hudi_clusterd.storage import Storage
 
 MIB = 1 << 20
 

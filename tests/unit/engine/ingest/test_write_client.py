@@ -20,11 +20,11 @@ from hudi_clusterd.engine.ingest.write_client import (
     start_commit,
 )
 from hudi_clusterd.errors import ExecutionError, TableError, TimelineError
-from hudi_clusterd.io.avro_schema import arrow_to_avro_json
-from hudi_clusterd.io.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds
-from hudi_clusterd.io.heartbeat import heartbeat_expired, heartbeat_path
-from hudi_clusterd.io.markers import marker_dir
-from hudi_clusterd.io.table import HoodieTable
+from hudi_clusterd.formats.avro_schema import arrow_to_avro_json
+from hudi_clusterd.table.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds
+from hudi_clusterd.table.heartbeat import heartbeat_expired, heartbeat_path
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.markers import marker_dir
 
 DATA = pa.schema([("id", pa.int64())])
 SCHEMA = arrow_to_avro_json(DATA, "t")

@@ -1,1 +1,0 @@
-"""Apache Hudi metadata-table (MDT) file formats: log blocks and HFiles."""

@@ -1,0 +1,302 @@
+"""The table lock: the lock files Apache Hudi's ``FileSystemBasedLockProvider`` uses, held with an owner.
+
+Hudi's writers lock a table by creating ``<hoodie.write.lock.filesystem.path>/lock`` (default ``.hoodie/lock``);
+its utilities, Spark SQL procedures and Flink use ``.hoodie/.aux/lock`` instead. The daemon creates both (in that
+order, each atomically, create-if-absent) so that it excludes every one of them, and writes JSON naming itself
+as the owner.
+
+Rules that keep Hudi's writers and the daemon from both entering the critical section:
+
+- A lock file the daemon did not write is Hudi's. It is never taken over, except when it is older than the
+  writers' own expiry (``hoodie.write.lock.filesystem.expire`` minutes for the main file, 0 = never, Hudi's
+  default; one minute for ``.hoodie/.aux/lock``, as Hudi's utilities set it): exactly when Hudi itself would
+  delete it.
+- A lock file of another daemon process is kept fresh by that process's heartbeat; one whose modification
+  time is older than ``stale_s`` belongs to a dead process and is taken over (renamed away, which one contender
+  wins, then created afresh). The heartbeat runs often enough that Hudi's expiry never fires on a live holder.
+- Hudi's provider is best-effort: a Hudi 0.15 write client that failed to get the lock deletes the lock file on
+  close, whoever holds it. So the holder re-checks that every file still names it right before each timeline
+  write (:meth:`TableLock.verify`, called by :class:`~hudi_clusterd.table.timeline_store.TimelineStore`) and
+  stops with ``LockError`` when it does not.
+
+Only local file systems create a file atomically through this process's storage layer; other storage (HDFS
+included: its create-if-absent here is a check and then a write) is refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import posixpath
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import structlog
+
+from hudi_clusterd.domain.policy import ClusteringPolicy
+from hudi_clusterd.errors import LockError, StorageError
+from hudi_clusterd.storage import Storage
+
+log = structlog.get_logger(__name__)
+
+LOCK_NAME = "lock"
+LOCK_FILE = ".hoodie/lock"
+AUX_LOCK_FILE = ".hoodie/.aux/lock"
+AUX_EXPIRE_S = 60.0
+"""Hudi's utilities and SQL procedures lock ``.hoodie/.aux/lock`` with ``hoodie.write.lock.filesystem.expire=1``."""
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_STALE_S = 120.0
+HOLDER = "hudi-clusterd"
+
+# One in-process mutex per lock file, so threads of one process queue up instead of spinning on the file.
+_PROCESS_LOCKS: dict[str, threading.Lock] = {}
+_PROCESS_LOCKS_GUARD = threading.Lock()
+
+
+def _process_lock(key: str) -> threading.Lock:
+    with _PROCESS_LOCKS_GUARD:
+        return _PROCESS_LOCKS.setdefault(key, threading.Lock())
+
+
+@dataclass(frozen=True, slots=True)
+class LockOptions:
+    """How the daemon takes a table's lock.
+
+    ``path`` is Hudi's ``hoodie.write.lock.filesystem.path`` (a folder, absolute path or URI; ``None`` = the
+    table's ``.hoodie``), ``expire_minutes`` its ``hoodie.write.lock.filesystem.expire`` as the writers set it."""
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    stale_s: float = DEFAULT_STALE_S
+    path: str | None = None
+    expire_minutes: int = 0
+
+    @classmethod
+    def for_policy(cls, policy: ClusteringPolicy, timeout_s: float = DEFAULT_TIMEOUT_S,
+                   stale_s: float = DEFAULT_STALE_S) -> LockOptions:
+        """The options a table's policy names (``hoodie.write.lock.filesystem.path`` and ``.expire``)."""
+        return cls(timeout_s, stale_s, policy.lock_path, policy.lock_expire_minutes)
+
+    def __post_init__(self) -> None:
+        if self.stale_s <= 0 or self.timeout_s < 0 or self.expire_minutes < 0:
+            raise LockError(f"lock options out of range: timeout {self.timeout_s}s (>= 0), stale {self.stale_s}s "
+                            f"(> 0), expire {self.expire_minutes} min (>= 0)")
+
+
+@dataclass(frozen=True, slots=True)
+class LockFile:
+    """One lock file: where it is, and after how long its writers consider a lock they did not refresh dead."""
+
+    storage: Storage
+    rel: str
+    writers_expire_s: float  # 0 = Hudi never expires it
+
+    @property
+    def full_path(self) -> str:
+        return self.storage.full_path(self.rel)
+
+
+def lock_files(storage: Storage, options: LockOptions) -> tuple[LockFile, ...]:
+    """The files to hold, in acquisition order: the writers' lock file, then ``.hoodie/.aux/lock``."""
+    main = LockFile(storage, LOCK_FILE, options.expire_minutes * 60.0)
+    if options.path:
+        folder = options.path.rstrip("/")
+        lock_storage = Storage(folder)
+        if lock_storage.full_path() != storage.full_path():
+            main = LockFile(lock_storage, LOCK_NAME, options.expire_minutes * 60.0)
+        else:  # the table's base path itself
+            main = LockFile(storage, LOCK_NAME, options.expire_minutes * 60.0)
+    aux = LockFile(storage, AUX_LOCK_FILE, AUX_EXPIRE_S)
+    if posixpath.normpath(main.full_path) == posixpath.normpath(aux.full_path):
+        return (LockFile(storage, AUX_LOCK_FILE, min(AUX_EXPIRE_S, main.writers_expire_s or AUX_EXPIRE_S)),)
+    return (main, aux)
+
+
+class TableLock:
+    """Exclusive, cross-process lock on one table (see the module docstring)."""
+
+    def __init__(self, storage: Storage, options: LockOptions | None = None, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.options = options or LockOptions()
+        self.files = lock_files(storage, self.options)
+        for f in self.files:
+            if not f.storage.supports_atomic_create:
+                raise LockError(
+                    f"{f.full_path}: this storage ({f.storage.fs.type_name}) has no atomic create-if-absent here, "
+                    "so the table lock cannot be a file there; keep the table (and "
+                    "hoodie.write.lock.filesystem.path) on a local or mounted file system, or run a single writer")
+        self.storage = storage
+        self.clock = clock
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._mutex = _process_lock(self.files[0].full_path)
+        self._held: list[LockFile] = []
+        self._lost: str | None = None
+        self._stop_heartbeat = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+
+    @property
+    def timeout_s(self) -> float:
+        return self.options.timeout_s
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        """A quarter of the shortest time after which anyone would call our files dead."""
+        limits = [self.options.stale_s] + [f.writers_expire_s for f in self.files if f.writers_expire_s > 0]
+        return max(min(limits) / 4.0, 0.05)
+
+    # --- acquiring -------------------------------------------------------------------------------------------
+
+    def _content(self) -> bytes:
+        return json.dumps({
+            "lockCreateTime": datetime.now(UTC).isoformat(),
+            "lockThreadName": threading.current_thread().name,
+            "lockStacksInfo": [],
+            "owner": self.owner,
+            "holder": HOLDER,
+        }).encode()
+
+    def _try_create(self, f: LockFile) -> bool:
+        folder = posixpath.dirname(f.rel)
+        if folder:
+            f.storage.makedirs(folder)
+        return f.storage.write_bytes(f.rel, self._content(), overwrite=False)
+
+    def _take_over_if_dead(self, f: LockFile) -> None:
+        info = f.storage.info(f.rel)
+        if info is None:
+            return
+        age = self.clock() - info.mtime_ms / 1000.0
+        ours = _read_lock(f).get("holder") == HOLDER
+        limit = self.options.stale_s if ours else f.writers_expire_s
+        if limit <= 0 or age <= limit:
+            return
+        folder, name = posixpath.split(f.rel)
+        grave = posixpath.join(folder, f".{name}.dead.{uuid.uuid4().hex}")
+        try:
+            f.storage.rename(f.rel, grave)
+        except StorageError:
+            return  # another contender moved it first
+        log.warning("took over a dead table lock", lock=f.full_path, age_s=round(age, 3),
+                    holder=HOLDER if ours else "an Apache Hudi writer")
+        f.storage.delete(grave, missing_ok=True)
+        if not ours:  # Hadoop's local file system keeps a checksum beside the file it created
+            f.storage.delete(posixpath.join(folder, f".{name}.crc"), missing_ok=True)
+
+    def acquire(self) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        if not self._mutex.acquire(timeout=max(self.timeout_s, 0.0)):
+            raise LockError(f"{self.files[0].full_path}: timed out after {self.timeout_s:.0f}s waiting for another "
+                            "thread of this process")
+        try:
+            delay = 0.02
+            while not self._try_all():
+                if time.monotonic() >= deadline:
+                    raise LockError(self._timeout_message())
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        except BaseException:
+            self._release_files()
+            self._mutex.release()
+            raise
+        self._lost = None
+        self._stop_heartbeat.clear()
+        self._heartbeat = threading.Thread(target=self._beat, name="table-lock-heartbeat", daemon=True)
+        self._heartbeat.start()
+
+    def _try_all(self) -> bool:
+        """Create every lock file in order; on a file held by someone else, give back the ones created."""
+        for f in self.files:
+            if self._try_create(f):
+                self._held.append(f)
+                continue
+            self._release_files()
+            self._take_over_if_dead(f)
+            return False
+        return True
+
+    def _timeout_message(self) -> str:
+        blocking = next((f for f in self.files if f.storage.exists(f.rel)), self.files[0])
+        content = _read_lock(blocking)
+        holder = content.get("owner") if content.get("holder") == HOLDER else "an Apache Hudi writer"
+        hint = ("" if content.get("holder") == HOLDER or blocking.writers_expire_s > 0 else
+                "; Hudi's lock files never expire (hoodie.write.lock.filesystem.expire=0): if no writer runs, "
+                "a crashed one left it behind and it must be deleted by hand")
+        return (f"{blocking.full_path}: timed out after {self.timeout_s:.0f}s waiting for the table lock held by "
+                f"{holder or 'unknown'}{hint}")
+
+    # --- holding ---------------------------------------------------------------------------------------------
+
+    def _beat(self) -> None:
+        while not self._stop_heartbeat.wait(self.heartbeat_interval_s):
+            for f in list(self._held):
+                if not self._is_ours(f):
+                    self._lost = f"{f.full_path} no longer names this process"
+                    log.error("table lock lost while held", lock=f.full_path)
+                    continue
+                try:
+                    f.storage.touch(f.rel)
+                except StorageError as e:
+                    log.warning("table lock heartbeat failed", lock=f.full_path, error=str(e))
+
+    def _is_ours(self, f: LockFile) -> bool:
+        return _read_lock(f).get("owner") == self.owner
+
+    def verify(self) -> None:
+        """Raise ``LockError`` unless every lock file still names this holder (call before a timeline write)."""
+        if not self._held:
+            raise LockError(f"{self.files[0].full_path}: the table lock is not held")
+        for f in self._held:
+            if not self._is_ours(f):
+                self._lost = f"{f.full_path} no longer names this process"
+        if self._lost is not None:
+            raise LockError(f"the table lock was lost while held ({self._lost}: another writer deleted or took "
+                            "it); nothing more is written under it")
+
+    # --- releasing -------------------------------------------------------------------------------------------
+
+    def _release_files(self) -> None:
+        while self._held:
+            f = self._held.pop()
+            try:
+                if self._is_ours(f):
+                    f.storage.delete(f.rel, missing_ok=True)
+                else:
+                    log.error("table lock was taken or deleted by another writer while held", lock=f.full_path)
+            except StorageError as e:
+                log.warning("could not delete a table lock file", lock=f.full_path, error=str(e))
+
+    def release(self) -> None:
+        self._stop_heartbeat.set()
+        if self._heartbeat is not None:
+            self._heartbeat.join()
+            self._heartbeat = None
+        try:
+            self._release_files()
+        finally:
+            self._mutex.release()
+
+    @contextmanager
+    def held(self) -> Iterator[TableLock]:
+        self.acquire()
+        try:
+            yield self
+        finally:
+            self.release()
+
+
+def _read_lock(f: LockFile) -> dict[str, object]:
+    with contextlib.suppress(StorageError, ValueError, UnicodeDecodeError):
+        data = json.loads(f.storage.read_bytes(f.rel))
+        if isinstance(data, dict):
+            return data
+    return {}
+
+
+__all__ = ["AUX_LOCK_FILE", "DEFAULT_STALE_S", "DEFAULT_TIMEOUT_S", "LOCK_FILE", "LockFile", "LockOptions",
+           "TableLock", "lock_files"]

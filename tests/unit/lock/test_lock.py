@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hudi_clusterd.domain.instant import Action, Instant, State
+from hudi_clusterd.errors import ConfigError, LockError
+from hudi_clusterd.lock import AUX_LOCK_FILE, LOCK_FILE, LockOptions, TableLock
+from hudi_clusterd.storage import Storage
+from tests.builders import TableGen, make_policy
+
+_HOLDER = """
+import sys, time
+from hudi_clusterd.lock import LockOptions, TableLock
+from hudi_clusterd.storage import Storage
+lock = TableLock(Storage(sys.argv[1]), LockOptions(stale_s=float(sys.argv[2])))
+lock.acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def _start_holder(base: Path, stale_s: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(base), str(stale_s)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_lock_excludes_another_process_and_names_holder(tmp_path: Path) -> None:
+    holder = _start_holder(tmp_path, 60.0)
+    try:
+        owner = json.loads((tmp_path / LOCK_FILE).read_text())["owner"]
+        with pytest.raises(LockError, match=f"held by {owner}"):
+            TableLock(Storage(str(tmp_path)), LockOptions(timeout_s=0.3)).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_lock_of_killed_process_is_taken_over_when_stale(tmp_path: Path) -> None:
+    holder = _start_holder(tmp_path, 0.4)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    assert (tmp_path / LOCK_FILE).exists()  # a dead holder leaves its file behind
+    lock = TableLock(Storage(str(tmp_path)), LockOptions(timeout_s=10, stale_s=0.4))
+    lock.acquire()  # its heartbeat stopped, so both its files go stale and are taken over
+    assert json.loads((tmp_path / AUX_LOCK_FILE).read_text())["owner"] == lock.owner
+    lock.release()
+    assert not (tmp_path / LOCK_FILE).exists() and not (tmp_path / AUX_LOCK_FILE).exists()
+
+
+def test_lock_live_holder_heartbeat_prevents_takeover(tmp_path: Path) -> None:
+    holder = _start_holder(tmp_path, 0.4)
+    try:
+        with pytest.raises(LockError):
+            TableLock(Storage(str(tmp_path)), LockOptions(timeout_s=1.5, stale_s=0.4)).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_lock_threads_of_one_process_are_serialised(tmp_path: Path) -> None:
+    storage = Storage(str(tmp_path))
+    inside = 0
+    max_inside = 0
+    guard = threading.Lock()
+
+    def work() -> None:
+        nonlocal inside, max_inside
+        with TableLock(storage, LockOptions(timeout_s=10)).held():
+            with guard:
+                inside += 1
+                max_inside = max(max_inside, inside)
+            time.sleep(0.01)
+            with guard:
+                inside -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert max_inside == 1
+    assert not (tmp_path / LOCK_FILE).exists()
+
+
+# --- Apache Hudi's lock files --------------------------------------------------------------------------------
+
+HUDI_LOCK = b""
+"""What Hudi 0.15's FileSystemBasedLockProvider leaves in its lock file: nothing (it writes its LockInfo only when
+the file is missing right after creating it), and it never refreshes the file."""
+HUDI_LOCK_INFO = b'{"lockCreateTime":"2026-01-01 00:00:00.000","lockThreadName":"main","lockStacksInfo":[]}'
+
+
+def _hudi_lock(path: Path, age_s: float, content: bytes = HUDI_LOCK) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    then = time.time() - age_s
+    os.utime(path, (then, then))
+
+
+def test_a_hudi_writers_lock_is_never_taken_over_when_its_writers_never_expire_it(tmp_path: Path) -> None:
+    # Given Hudi's lock file, a day old (Hudi never refreshes it, and by default never expires it)
+    _hudi_lock(tmp_path / LOCK_FILE, age_s=86_400)
+    # Then the daemon waits, however old it is, and says whose it is and what to do
+    with pytest.raises(LockError, match=r"\.hoodie/lock: timed out .* held by an Apache Hudi writer; Hudi's lock "
+                                        r"files never expire"):
+        TableLock(Storage(str(tmp_path)), LockOptions(timeout_s=0.3, stale_s=0.1)).acquire()
+    assert (tmp_path / LOCK_FILE).read_bytes() == HUDI_LOCK
+    assert not (tmp_path / AUX_LOCK_FILE).exists()  # the aux lock taken meanwhile was given back
+
+
+def test_a_hudi_writers_lock_is_taken_over_only_after_the_writers_expiry(tmp_path: Path) -> None:
+    # Given writers with hoodie.write.lock.filesystem.expire=1 and their lock, 30 s old
+    _hudi_lock(tmp_path / LOCK_FILE, age_s=30, content=HUDI_LOCK_INFO)
+    options = LockOptions(timeout_s=0.3, stale_s=0.1, expire_minutes=1)
+    # Then it is theirs until a minute has passed
+    with pytest.raises(LockError, match="held by an Apache Hudi writer"):
+        TableLock(Storage(str(tmp_path)), options).acquire()
+    # And when it is older than their expiry, it is taken over, as Hudi's own provider would
+    _hudi_lock(tmp_path / LOCK_FILE, age_s=61, content=HUDI_LOCK_INFO)
+    lock = TableLock(Storage(str(tmp_path)), options)
+    with lock.held():
+        assert json.loads((tmp_path / LOCK_FILE).read_text())["owner"] == lock.owner
+        assert lock.heartbeat_interval_s <= 15.0  # refreshed well within the writers' expiry
+
+
+def test_the_aux_lock_of_hudis_utilities_excludes_the_daemon_and_expires_after_a_minute(tmp_path: Path) -> None:
+    # Given .hoodie/.aux/lock as Hudi's SQL procedures and utilities hold it (expire=1)
+    _hudi_lock(tmp_path / AUX_LOCK_FILE, age_s=10)
+    with pytest.raises(LockError, match=r"\.hoodie/\.aux/lock: timed out"):
+        TableLock(Storage(str(tmp_path)), LockOptions(timeout_s=0.3)).acquire()
+    assert not (tmp_path / LOCK_FILE).exists()  # the main lock was given back while waiting
+    # And once older than a minute it is dead for them and for us
+    _hudi_lock(tmp_path / AUX_LOCK_FILE, age_s=61)
+    with TableLock(Storage(str(tmp_path)), LockOptions(timeout_s=1)).held() as lock:
+        assert json.loads((tmp_path / AUX_LOCK_FILE).read_text())["owner"] == lock.owner
+        assert json.loads((tmp_path / LOCK_FILE).read_text())["owner"] == lock.owner
+
+
+def test_the_writers_lock_path_is_honoured(tmp_path: Path) -> None:
+    # Given writers configured with hoodie.write.lock.filesystem.path=<folder outside the table>
+    table, locks = tmp_path / "t", tmp_path / "locks"
+    table.mkdir()
+    options = LockOptions(timeout_s=0.3, path=str(locks))
+    # Then the daemon holds <folder>/lock (and the aux lock), not .hoodie/lock
+    with TableLock(Storage(str(table)), options).held() as lock:
+        assert json.loads((locks / "lock").read_text())["owner"] == lock.owner
+        assert not (table / LOCK_FILE).exists()
+    assert not (locks / "lock").exists()
+    # And a writer holding that file excludes the daemon
+    _hudi_lock(locks / "lock", age_s=5)
+    with pytest.raises(LockError, match=f"{locks}/lock: timed out"):
+        TableLock(Storage(str(table)), options).acquire()
+
+
+def test_a_lock_deleted_under_its_holder_stops_every_later_timeline_write(tmp_path: Path) -> None:
+    # Given a table whose lock the daemon holds
+    gen = TableGen(tmp_path / "t")
+    table = gen.table
+    planned = Instant(gen.next_time(), Action.REPLACE_COMMIT, State.REQUESTED)
+    with table.lock():
+        table.timeline_store.create(planned, b"")  # held: writes go through
+        # When a Hudi 0.15 write client that failed to get the lock closes, it deletes the lock file
+        (gen.base / LOCK_FILE).unlink()
+        # Then the next timeline write refuses, naming the file, and writes nothing
+        with pytest.raises(LockError, match=r"lost while held \(.*\.hoodie/lock no longer names this process"):
+            table.timeline_store.create(planned.with_state(State.INFLIGHT), b"")
+        with pytest.raises(LockError):
+            table.timeline_store.delete(planned)
+        # And a lock file another writer created meanwhile is left alone at release
+        (gen.base / LOCK_FILE).write_bytes(HUDI_LOCK)
+    assert not (gen.base / gen.table.timeline_store.path(planned.with_state(State.INFLIGHT))).exists()
+    assert (gen.base / gen.table.timeline_store.path(planned)).exists()
+    assert (gen.base / LOCK_FILE).read_bytes() == HUDI_LOCK
+
+
+def test_storage_without_atomic_create_is_refused_naming_the_lock_file(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    storage = Storage(str(tmp_path))
+    monkeypatch.setattr(Storage, "supports_atomic_create", property(lambda self: False))
+    with pytest.raises(LockError, match=rf"{tmp_path}/\.hoodie/lock: this storage .* no atomic create-if-absent"):
+        TableLock(storage)
+
+
+def test_a_lock_path_that_is_not_absolute_is_refused_when_the_policy_is_parsed() -> None:
+    with pytest.raises(ConfigError, match=r"hoodie\.write\.lock\.filesystem\.path: must be an absolute path or a URI"):
+        make_policy(**{"hoodie.write.lock.filesystem.path": "locks"})
+    assert make_policy(**{"hoodie.write.lock.filesystem.path": "/var/locks/t"}).lock_path == "/var/locks/t"
