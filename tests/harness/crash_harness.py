@@ -761,8 +761,8 @@ def recover_with_execute(spark: Any, base: Path, policy: ClusteringPolicy) -> li
     """What ``hudi-clusterd execute`` does, on the test's SparkSession: roll back what a dead executor left and
     run every pending plan. Returns the outcomes."""
     from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
-    from hudi_clusterd.layout.figures import clustering_figures
     from hudi_clusterd.ops.execute import execute_pending
+    from hudi_clusterd.ordering.figures import clustering_figures
 
     table = HoodieTable.open(str(base), lock_options=LockOptions(timeout_s=120, stale_s=LOCK_STALE_S))
     runner = SparkGroupRunner(spark, owns_session=False)

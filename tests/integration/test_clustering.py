@@ -18,10 +18,10 @@ import pytest
 
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.layout.figures import clustering_figures
 from hudi_clusterd.ops.execute import ExecutionResult, execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.ordering.figures import clustering_figures
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen, make_policy
 from tests.harness.hudi_rs_checks import (

@@ -12,10 +12,10 @@ import pytest
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.formats.metadata import column_stats as cs
 from hudi_clusterd.formats.metadata import records as rec
-from hudi_clusterd.layout.figures import clustering_figures
 from hudi_clusterd.ops.execute import ExecutionResult, execute_pending
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.ordering.figures import clustering_figures
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import make_policy
 from tests.harness.hudi_rs_checks import hudi_rs_rows, without_file_name

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from hudi_clusterd.domain.row_order import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.engine.clustering.sorting import (
     KEY_COLUMN,
     exchange_layout,
@@ -22,7 +23,6 @@ from hudi_clusterd.engine.clustering.sorting import (
     with_layout_key,
 )
 from hudi_clusterd.errors import PlanError
-from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 pytestmark = pytest.mark.spark
 

@@ -18,8 +18,8 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile, base_file_name
 from hudi_clusterd.domain.instant import Action, State
 from hudi_clusterd.domain.plan import ClusteringPlan, WorkOrder
+from hudi_clusterd.domain.row_order import LayoutStrategy
 from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
-from hudi_clusterd.layout.strategy import LayoutStrategy
 from hudi_clusterd.lock import LOCK_FILE
 from hudi_clusterd.ops.events import NoObserver
 from hudi_clusterd.runtime.reload import SettingsHolder

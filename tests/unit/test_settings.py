@@ -10,8 +10,8 @@ import pytest
 
 from hudi_clusterd import settings as settings_module
 from hudi_clusterd.domain.policy import DEFAULT_POLICY, PartitionFilterMode, parse_policy
+from hudi_clusterd.domain.row_order import LayoutStrategy
 from hudi_clusterd.errors import ConfigError
-from hudi_clusterd.layout.strategy import LayoutStrategy
 from hudi_clusterd.settings import (
     LogFormat,
     Settings,

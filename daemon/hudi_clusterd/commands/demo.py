@@ -47,7 +47,7 @@ import structlog
 from hudi_clusterd.commands.status import human_bytes
 from hudi_clusterd.exit_codes import EXIT_FAILURE, EXIT_OK
 from hudi_clusterd.formats.bloom import DEFAULT_FPP, DEFAULT_NUM_ENTRIES, bit_size
-from hudi_clusterd.layout.figures import snapshot_ratio
+from hudi_clusterd.ordering.figures import snapshot_ratio
 from hudi_clusterd.table.hoodie_table import HoodieTable
 
 log = structlog.get_logger(__name__)

@@ -12,13 +12,13 @@ from hudi_clusterd.commands.status import human_bytes
 from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.policy import ClusteringPolicy
 from hudi_clusterd.errors import PlanError
-from hudi_clusterd.layout.figures import clustering_figures
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import ExecutionResult, Executor, execute, execute_pending
 from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.ordering.figures import clustering_figures
 from hudi_clusterd.settings_keys import DAEMON_KEYS
 
 

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from hudi_clusterd.layout.figures import snapshot_report
+from hudi_clusterd.ordering.figures import snapshot_report
 from hudi_clusterd.table.hoodie_table import HoodieTable
 
 

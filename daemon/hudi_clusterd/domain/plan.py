@@ -17,8 +17,8 @@ from typing import Any
 from hudi_clusterd.domain.file_group import BaseFile, FileGroupId, check_relative_path
 from hudi_clusterd.domain.instant import Instant
 from hudi_clusterd.domain.policy_keys import KEY_SPECS, ClusteringKey
+from hudi_clusterd.domain.row_order import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.errors import MetadataDecodeError, PlanError
-from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 CLUSTER_OPERATION = "CLUSTER"
 PLAN_VERSION = 1

@@ -31,8 +31,8 @@ from hudi_clusterd.domain.policy_keys import (
     policy_reference,
     render_value,
 )
+from hudi_clusterd.domain.row_order import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.errors import ConfigError
-from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 __all__ = [
     "DEFAULT_POLICY",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any
 
+from hudi_clusterd.domain.row_order import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.domain.sort_columns import parse_sort_columns
 from hudi_clusterd.domain.values import (
     any_text as _anything,
@@ -48,7 +49,6 @@ from hudi_clusterd.domain.values import (
 from hudi_clusterd.domain.values import (
     unique_csv as _unique_csv,
 )
-from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 __all__ = [
     "KEY_SPECS",

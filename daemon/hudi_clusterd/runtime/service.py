@@ -23,7 +23,6 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import ClusterdError, TableBusyError
-from hudi_clusterd.layout.figures import clustering_figures, ratio_after
 from hudi_clusterd.lock import LockOptions
 from hudi_clusterd.ops.commit import rollback_clustering
 from hudi_clusterd.ops.events import (
@@ -41,6 +40,7 @@ from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.ordering.figures import clustering_figures, ratio_after
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.watcher import TimelineWatcher
 from hudi_clusterd.settings import Settings, TableSpec

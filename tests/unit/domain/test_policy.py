@@ -23,8 +23,8 @@ from hudi_clusterd.domain.policy import (
     parse_policy,
     policy_reference,
 )
+from hudi_clusterd.domain.row_order import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.errors import ConfigError
-from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 PLAN = "org.apache.hudi.client.clustering.plan.strategy."
 RUN = "org.apache.hudi.client.clustering.run.strategy."
@@ -481,5 +481,5 @@ def test_domain_policy_modules_import_only_stdlib_and_domain(module: object) -> 
             top in sys.stdlib_module_names
             or top == "__future__"
             or name.startswith("hudi_clusterd.domain")
-            or name in ("hudi_clusterd.errors", "hudi_clusterd.layout.strategy")
+            or name in ("hudi_clusterd.errors", "hudi_clusterd.domain.row_order")
         ), name

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from hudi_clusterd.domain.plan import ClusteringStrategy, WorkOrder
+from hudi_clusterd.domain.row_order import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.domain.sort_columns import ColumnKind, avro_column_kinds, parse_sort_columns, sort_column_problems
 from hudi_clusterd.errors import PlanError
-from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 KEY = "hoodie.clustering.plan.strategy.sort.columns"
 SCHEMA = json.dumps({"type": "record", "name": "r", "fields": [

@@ -20,7 +20,7 @@ BLOOM_FILTER_CHARS = 430_000  # the size of Hudi's bloom filter string in a base
 _READ_FOOTERS = """
 import gc, sys
 from pathlib import Path
-from hudi_clusterd.layout.quality import read_boxes
+from hudi_clusterd.ordering.quality import read_boxes
 from hudi_clusterd.runtime.memory import map_large_blocks
 
 def rss_mib():

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.domain.file_group import BaseFile
-from hudi_clusterd.layout.quality import read_boxes
+from hudi_clusterd.ordering.quality import read_boxes
 from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.footers import column_ranges_by_path, leaf_columns
 

@@ -33,9 +33,9 @@ import pyarrow as pa
 import structlog
 
 from hudi_clusterd.domain.policy_keys import ClusteringKey
+from hudi_clusterd.domain.row_order import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.domain.sort_columns import ColumnKind, sort_column_problems
 from hudi_clusterd.errors import PlanError
-from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -64,7 +64,7 @@ class CurvePartitioning:
 
     def keys(self, columns: Sequence[pa.Array]) -> np.ndarray:
         """Curve keys of a batch of sort-column values, ``(n, width)`` ``uint8``."""
-        from hudi_clusterd.layout import curves
+        from hudi_clusterd.ordering import curves
 
         return curves.curve_keys(columns, self.strategy, self.boundaries)
 
@@ -72,7 +72,7 @@ class CurvePartitioning:
         """Range partition of each key (``int32``). ``words``: the keys' `curves.keys_to_words`, when the caller
         has them. Keys of one word (up to 8 bytes: two to four sampled dimensions) are searched among ``int64``
         split words, several times faster than among byte strings, in the same order."""
-        from hudi_clusterd.layout import curves
+        from hudi_clusterd.ordering import curves
 
         if not self.split_keys:
             return np.zeros(keys.shape[0], np.int32)
@@ -156,7 +156,7 @@ def plan_curve_partitioning(
     ``df``'s row count when the caller knows it already (one job fewer). ``scan``: the files ``df`` reads,
     to draw the sample from the sort columns read with pyarrow (`_scan_sample`) instead of Spark's reader.
     """
-    from hudi_clusterd.layout import curves
+    from hudi_clusterd.ordering import curves
 
     names = list(sort_columns)
     count = len(names)
@@ -249,7 +249,7 @@ def with_layout_key(
     from pyspark.sql import types as T
     from pyspark.sql.pandas.functions import arrow_udf
 
-    from hudi_clusterd.layout import curves
+    from hudi_clusterd.ordering import curves
 
     count = len(sort_columns)
     words = key_fields(count, partitioning)
@@ -340,7 +340,7 @@ def _log_curve(partitioning: CurvePartitioning, columns: Sequence[str], build_me
 
 def range_keys(partitioning: CurvePartitioning, sort_columns: Sequence[str]) -> RangeKeys:
     """The `exchange.RangeKeys` of a layout: each row's range and its full layout key as ``int64`` words."""
-    from hudi_clusterd.layout import curves
+    from hudi_clusterd.ordering import curves
 
     names = list(sort_columns)
 
@@ -354,7 +354,7 @@ def range_keys(partitioning: CurvePartitioning, sort_columns: Sequence[str]) -> 
 
 def key_words(dims: int, partitioning: CurvePartitioning) -> int:
     """``int64`` words of a full layout key (`curves.keys_to_words`): linear keys take 8 bytes per column."""
-    from hudi_clusterd.layout import curves
+    from hudi_clusterd.ordering import curves
 
     if partitioning.strategy is LayoutStrategy.LINEAR:
         return dims

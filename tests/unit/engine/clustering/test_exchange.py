@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from hudi_clusterd.domain.row_order import LayoutStrategy
 from hudi_clusterd.engine.clustering.exchange import (
     RangeKeys,
     cut_runs,
@@ -20,8 +21,7 @@ from hudi_clusterd.engine.clustering.exchange import (
 )
 from hudi_clusterd.engine.clustering.sorting import CurvePartitioning, _split_keys, key_words, range_keys
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.layout import curves
-from hudi_clusterd.layout.strategy import LayoutStrategy
+from hudi_clusterd.ordering import curves
 
 
 def test_key_order_is_lexicographic_over_words_and_stable() -> None:

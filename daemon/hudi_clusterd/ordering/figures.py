@@ -16,7 +16,7 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.errors import ClusterdError
-from hudi_clusterd.layout.quality import LayoutReport, files_scanned_ratio, layout_report, read_boxes
+from hudi_clusterd.ordering.quality import LayoutReport, files_scanned_ratio, layout_report, read_boxes
 from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.errors import StorageError, TableError
-from hudi_clusterd.layout import quality as layout
+from hudi_clusterd.ordering import quality as layout
 from tests.support import require_shared
 
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudi_clusterd.layout import curves
-from hudi_clusterd.layout.strategy import LayoutStrategy
+from hudi_clusterd.domain.row_order import LayoutStrategy
+from hudi_clusterd.ordering import curves
 
 
 def key_ints(keys: np.ndarray, dims: int, bits: int) -> list[int]:

@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_clusterd.layout.strategy import LayoutStrategy
+from hudi_clusterd.domain.row_order import LayoutStrategy
 
 DIRECT_BITS = 64
 """Bits per dimension for curves over direct coordinates (the whole ``uint64``)."""
