@@ -5,7 +5,8 @@ Every Spark job of the daemon, the writer and the tests runs on the session this
 Connect URL ``sc://host:port``.
 
 Before a classic session starts its driver JVM (PySpark launches it through ``spark-submit``), this module hands
-that JVM two generated files through ``SPARK_SUBMIT_OPTS``, Java system properties of the driver:
+that JVM two generated files through ``SPARK_SUBMIT_OPTS``, Java system properties of the driver (the files live
+in ``<temporary folder>/hudi-clusterd-spark-<uid>/``, shared by the user's processes):
 
 - a log4j2 configuration (``-Dlog4j2.configurationFile``): Spark's own console layout on stderr at WARN (or the
   level asked for), with the start-up chatter left out (the "default log4j profile" and "Setting default log
@@ -23,9 +24,7 @@ the JVM's command line, in ``SPARK_SUBMIT_OPTS``, ``JAVA_TOOL_OPTIONS``, ``JDK_J
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -108,10 +107,6 @@ logger.parquet2.name = parquet.CorruptStatistics
 logger.parquet2.level = error
 """
 
-_generated_lock = threading.Lock()
-_generated_dir: Path | None = None
-
-
 def scheduler_pool(index: int) -> str:
     """The FAIR pool of clustering group ``index``: one of the `SCHEDULER_POOLS` the allocation file declares."""
     return f"{SCHEDULER_POOL_PREFIX}{index % SCHEDULER_POOLS}"
@@ -142,15 +137,26 @@ def _log_level(level: str) -> str:
 
 
 def _generated_files() -> Path:
-    """This process's folder of generated Spark configuration (removed when the process exits)."""
-    global _generated_dir
-    with _generated_lock:
-        if _generated_dir is None:
-            folder = Path(tempfile.mkdtemp(prefix="hudi-clusterd-spark-"))
-            atexit.register(shutil.rmtree, folder, True)
-            (folder / "fairscheduler.xml").write_text(fair_scheduler_xml(), encoding="utf-8")
-            _generated_dir = folder
-        return _generated_dir
+    """The folder of generated Spark configuration: one per user under the temporary folder, its files written
+    whole (a temporary name, then a rename) and named by what they hold, so that processes share it safely."""
+    folder = Path(tempfile.gettempdir()) / f"hudi-clusterd-spark-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.is_symlink() or folder.stat().st_uid != os.getuid():
+        raise OSError(f"{folder}: not a folder of this user's; remove it")
+    _write_generated(folder / "fairscheduler.xml", fair_scheduler_xml())
+    return folder
+
+
+def _write_generated(path: Path, text: str) -> None:
+    """Write a generated file unless it already holds ``text``."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except OSError:
+        pass
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _spark_conf_dir() -> Path | None:
@@ -189,8 +195,7 @@ def driver_java_options(conf: Mapping[str, str], log_level: str = DEFAULT_SPARK_
     options: list[str] = []
     if not _user_log4j_config(conf):
         path = folder / f"log4j2-{level.lower()}.properties"
-        if not path.exists():
-            path.write_text(log4j2_properties(level), encoding="utf-8")
+        _write_generated(path, log4j2_properties(level))
         options.append(_system_property("log4j2.configurationFile", str(path)))
     conf_dir = _spark_conf_dir()
     if "spark.scheduler.allocation.file" not in conf and not (conf_dir and (conf_dir / "fairscheduler.xml").is_file()):
