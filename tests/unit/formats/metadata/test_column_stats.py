@@ -22,7 +22,7 @@ import pytest
 
 from hudi_clusterd.errors import MetadataTableError, UnsupportedTableError
 from hudi_clusterd.formats.hfile import read_hfile
-from hudi_clusterd.formats.log_blocks import HeaderKey, decode_log_file, hfile_block_records
+from hudi_clusterd.formats.log import HeaderKey, decode_log_file, hfile_block_records
 from hudi_clusterd.formats.metadata import column_stats as cs
 from hudi_clusterd.formats.metadata.hash_id import HASH_SEED, file_id, name_id, xxhash64
 
