@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import socket
+import struct
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from hudi_clusterd.formats.log_blocks import empty_delete_block, encode_block
+from hudi_clusterd.formats.log import empty_delete_block, encode_block
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = (REPO_ROOT / ".." / "shared").resolve()
@@ -89,3 +90,17 @@ def add_metadata_table(base: Path) -> Path:
     props.write_text(props.read_text() + "hoodie.table.metadata.partitions=files\n")
     new_metadata_table(base, 6)
     return base / ".hoodie" / "metadata" / ".hoodie"
+
+
+def raw_log_blocks(data: bytes) -> list[tuple[int, int, int]]:
+    """(offset, block length, reverse pointer) of every block of the log file ``data``, read with struct alone
+    (no code under test)."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        length = struct.unpack_from(">q", data, pos + 6)[0]
+        end = pos + 14 + length
+        out.append((pos, length, struct.unpack_from(">q", data, end - 8)[0]))
+        pos = end
+    assert pos == len(data)
+    return out

@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.errors import StorageError, TableError
-from hudi_clusterd.table.footers import leaf_columns
+from hudi_clusterd.formats.parquet_stats import column_chunks, leaf_columns
 
 QUERY_COUNT = 600
 QUERY_SEED = 1
@@ -138,17 +138,15 @@ def _read_metadata(path: str, filesystem: Any) -> Any:
 
 
 def _row_group_bounds(md: Any, index: int | None) -> list[_Bound]:
+    if index is None:
+        return [_EMPTY] * md.num_row_groups
     bounds: list[_Bound] = []
-    for r in range(md.num_row_groups):
-        if index is None:
-            bounds.append(_EMPTY)
-            continue
-        stats = md.row_group(r).column(index).statistics
-        if stats is None:
+    for chunk in column_chunks(md, index):
+        if not chunk.has_statistics:
             bounds.append(_UNKNOWN)
-        elif stats.has_min_max:
-            bounds.append((stats.min, stats.max))
-        elif stats.has_null_count and stats.null_count == md.row_group(r).num_rows:
+        elif chunk.has_min_max:
+            bounds.append((chunk.min, chunk.max))
+        elif chunk.null_count is not None and chunk.null_count == chunk.num_rows:
             bounds.append(_EMPTY)
         else:
             bounds.append(_UNKNOWN)

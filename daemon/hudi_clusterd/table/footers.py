@@ -11,24 +11,14 @@ import pyarrow.parquet as pq
 import structlog
 
 from hudi_clusterd.domain.file_group import BaseFile
+from hudi_clusterd.formats.parquet_stats import column_chunks, leaf_columns
 from hudi_clusterd.storage import Storage
 
 log = structlog.get_logger(__name__)
 
 ColumnRange = tuple[Any, Any]
 
-
-def leaf_columns(md: pq.FileMetaData) -> dict[str, int]:
-    """Column index by dotted leaf path, from the first row group's column chunks.
-
-    ``FileMetaData.schema`` would do, but the schema object and the metadata refer to each other, so the
-    metadata (with its footer, about 0.9 MB on a Hudi base file of 86,000 rows: the bloom filter) then waits for
-    the cyclic garbage collector: reading 400 footers that way held 0.5 GiB at once. A file without row groups
-    has no rows, and only then is the schema read."""
-    if md.num_row_groups == 0:
-        return {md.schema.column(i).path: i for i in range(md.num_columns)}
-    group = md.row_group(0)
-    return {group.column(i).path_in_schema: i for i in range(md.num_columns)}
+__all__ = ["ColumnRange", "FooterRanges", "column_ranges_by_path", "leaf_columns"]
 
 
 def _file_range(storage: Storage, bf: BaseFile, column: str) -> ColumnRange | None:
@@ -43,17 +33,16 @@ def _file_range(storage: Storage, bf: BaseFile, column: str) -> ColumnRange | No
         return None
     lo: Any = None
     hi: Any = None
-    for r in range(md.num_row_groups):
-        col = md.row_group(r).column(index)
-        if col.num_values == 0:
+    for chunk in column_chunks(md, index):
+        if chunk.value_count == 0:
             continue
-        stats = col.statistics
-        if stats is None or not stats.has_min_max:
-            if stats is not None and stats.null_count == md.row_group(r).num_rows:
+        if not chunk.has_min_max:
+            if chunk.has_statistics and chunk.null_count == chunk.num_rows:
                 continue  # all nulls: no range to contribute
             return None
-        lo = stats.min if lo is None or stats.min < lo else lo
-        hi = stats.max if hi is None or stats.max > hi else hi
+        chunk_min, chunk_max = chunk.min, chunk.max
+        lo = chunk_min if lo is None or chunk_min < lo else lo
+        hi = chunk_max if hi is None or chunk_max > hi else hi
     return None if lo is None else (lo, hi)
 
 

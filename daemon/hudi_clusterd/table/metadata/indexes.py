@@ -74,8 +74,10 @@ def _file_ranges(mdt: MetadataTable, ws: WriteStat, columns: Sequence[str], iver
         return hit
     with storage.fs.open_input_file(full) as f:
         footer = pq.ParquetFile(f).metadata
-    ranges = cs.file_column_ranges(footer, ws.path.rsplit("/", 1)[-1], columns, table_version=mdt.table_version,
-                                   version=iversion)
+    name = ws.path.rsplit("/", 1)[-1]
+    ranges = cs.file_column_ranges(footer, name, columns, table_version=mdt.table_version, version=iversion,
+                                   on_dropped=lambda reason: log.warning(
+                                       "hudi writes no column statistics for this file", file=name, reason=reason))
     with _ranges_lock:
         if len(_ranges) >= _CACHE_SIZE:
             _ranges.clear()

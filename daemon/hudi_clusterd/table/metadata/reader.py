@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hudi_clusterd.formats.hfile import SCHEMA_KEY, read_hfile
-from hudi_clusterd.formats.log_blocks import (
+from hudi_clusterd.formats.log import (
     ROLLBACK_COMMAND,
     BlockType,
     HeaderKey,

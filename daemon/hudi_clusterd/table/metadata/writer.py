@@ -45,7 +45,7 @@ from hudi_clusterd.errors import (
 )
 from hudi_clusterd.formats.avro import decode_commit_metadata_v2, decode_ocf, encode_commit_metadata_v2, encode_record
 from hudi_clusterd.formats.java_properties import parse_properties
-from hudi_clusterd.formats.log_blocks import (
+from hudi_clusterd.formats.log import (
     LOG_BASE_VERSION,
     HeaderKey,
     LogFileName,

@@ -15,7 +15,7 @@ from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import MetadataTableError
 from hudi_clusterd.formats.avro import encode_commit_metadata_v2
-from hudi_clusterd.formats.log_blocks import LogFileName, decode_log_file
+from hudi_clusterd.formats.log import LogFileName, decode_log_file
 from hudi_clusterd.storage import FileInfo, Storage, is_stale_temp_file
 from hudi_clusterd.table.metadata.writer import MetadataTable
 from tests.support import METADATA_INIT as INIT

@@ -1,6 +1,5 @@
-"""Apache Hudi log files: the blocks in them, the blocks the metadata table needs, and log file names.
-
-A log file is a run of blocks (``HoodieLogFormatWriter.appendBlocks``), all integers big-endian:
+"""Hudi's log format: a log file is a run of blocks (``HoodieLogFormatWriter.appendBlocks``), all integers
+big-endian:
 
 - magic ``#HUDI#``;
 - ``int64`` block length: the bytes after this field up to the end of the block;
@@ -13,42 +12,26 @@ A log file is a run of blocks (``HoodieLogFormatWriter.appendBlocks``), all inte
 - ``int64`` reverse pointer: the block's bytes from the magic up to this field (block length + 6).
 
 Hudi keeps headers in a ``HashMap`` keyed by enum constants, so their order in a file is arbitrary;
-``LogBlock.header`` keeps the file's order and ``encode_block`` writes the mapping's order.
-
-The metadata table writes HFILE_DATA blocks (content: an HFile of record key -> Avro record with its key field
-blanked, file info ``schema`` = the SCHEMA header; ``HFileUtils.serializeRecordsToLogBlock``), an empty DELETE
-block in each new file group's first log file, and (table version 6) ROLLBACK command blocks.
+``LogBlock.header`` keeps the file's order and ``encode_block`` writes the mapping's order. This module frames
+blocks of any type; what a block's content means is the business of the block-type modules.
 """
 
 from __future__ import annotations
 
-import itertools
-import re
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
 from hudi_clusterd.errors import MetadataTableError
-from hudi_clusterd.formats.hfile import (
-    DEFAULT_BLOCK_SIZE,
-    SCHEMA_KEY,
-    HFileLayout,
-    read_hfile,
-    write_hfile,
-)
 
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1
-DELETE_BLOCK_VERSION = 3
-ROLLBACK_COMMAND = "0"  # HoodieCommandBlockTypeEnum.ROLLBACK_BLOCK's ordinal
-LOG_BASE_VERSION = 1
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _BLOCK_HEAD = struct.Struct(">qii")  # block length, format version, block type
 _MIN_BLOCK_LENGTH = 4 + 4 + 4 + 8 + 4 + 8  # version, type, header count, content length, footer count, pointer
-_EMPTY_DELETE_CONTENT = struct.pack(">ii", DELETE_BLOCK_VERSION, 1) + b"\x00"  # Avro: an empty array
 
 
 class BlockType(IntEnum):
@@ -186,89 +169,3 @@ def decode_log_file(data: bytes, *, source: str = "") -> list[LogBlock]:
         raise MetadataTableError(f"{source or '<log file bytes>'}: corrupt log block {len(blocks)} at byte "
                                  f"{e.offset}: {e}") from None
     return blocks
-
-
-def hfile_data_block(
-    instant: str,
-    schema: str,
-    records: Sequence[tuple[str, bytes]],
-    *,
-    codec: str = "GZ",
-    create_time_ms: int | None = None,
-    block_size: int = DEFAULT_BLOCK_SIZE,
-    layout: HFileLayout = HFileLayout.HBASE_COMPATIBLE,
-) -> LogBlock:
-    """An HFILE_DATA block of ``records`` (record key, Avro binary of the record with its key field already
-    blanked), sorted here by the keys' UTF-8 bytes; headers INSTANT_TIME and SCHEMA. Raises
-    ``MetadataTableError`` for no records or a repeated key (Hudi refuses both)."""
-    if not records:
-        raise MetadataTableError("an HFILE_DATA block needs at least one record")
-    cells = sorted(((key.encode(), bytes(value)) for key, value in records), key=lambda cell: cell[0])
-    for before, after in itertools.pairwise(cells):
-        if before[0] == after[0]:
-            raise MetadataTableError(f"record key {after[0].decode()!r} appears twice; an HFILE_DATA block "
-                                     "holds one record per key")
-    content = write_hfile(cells, {SCHEMA_KEY: schema.encode()}, codec=codec, block_size=block_size,
-                          create_time_ms=create_time_ms, layout=layout)
-    return LogBlock(BlockType.HFILE_DATA, {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: schema}, content)
-
-
-def hfile_block_records(block: LogBlock, *, source: str = "") -> list[tuple[str, bytes]]:
-    """The (record key, value) pairs of an HFILE_DATA block, in key order. Raises ``MetadataTableError``
-    naming ``source`` for another block type or a damaged HFile."""
-    if block.block_type != BlockType.HFILE_DATA:
-        raise MetadataTableError(f"{source or '<log block>'}: a {BlockType(block.block_type).name} block holds no "
-                                 "HFile records")
-    contents = read_hfile(block.content, source=source)
-    try:
-        return [(row.decode(), value) for row, value in contents.cells]
-    except UnicodeDecodeError as e:
-        raise MetadataTableError(f"{source or '<log block>'}: an HFile record key is not UTF-8") from e
-
-
-def empty_delete_block(instant: str) -> LogBlock:
-    """The DELETE block with no keys that starts each new MDT file group's first log file (80 bytes for a
-    17-digit instant)."""
-    return LogBlock(BlockType.DELETE, {HeaderKey.INSTANT_TIME: instant}, _EMPTY_DELETE_CONTENT)
-
-
-def rollback_block(instant: str, target_instant: str) -> LogBlock:
-    """The ROLLBACK command block that rolls back ``target_instant``'s blocks, written at ``instant``."""
-    return LogBlock(BlockType.COMMAND, {HeaderKey.INSTANT_TIME: instant,
-                                        HeaderKey.TARGET_INSTANT_TIME: target_instant,
-                                        HeaderKey.COMMAND_BLOCK_TYPE: ROLLBACK_COMMAND}, b"")
-
-
-# Hudi 1.x FSUtils.LOG_FILE_PATTERN (matched whole, ASCII digits, as Java's Matcher.matches does)
-LOG_FILE_PATTERN = re.compile(r"\.([^._]+)_([^.]*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(\.cdc)?)?", re.ASCII)
-_FILE_ID = re.compile(r"[^._]+")
-_INSTANT = re.compile(r"[^.]*")
-_WRITE_TOKEN = re.compile(r"\d+-\d+-\d+", re.ASCII)
-
-
-@dataclass(frozen=True)
-class LogFileName:
-    """The name ``.<fileId>_<instant>.log.<version>_<writeToken>`` of a log file with a write token."""
-
-    file_id: str
-    base_instant: str
-    version: int
-    write_token: str
-
-    def __post_init__(self) -> None:
-        if not _FILE_ID.fullmatch(self.file_id) or not _INSTANT.fullmatch(self.base_instant):
-            raise ValueError(f"not a log file id and instant: {self.file_id!r}, {self.base_instant!r}")
-        if self.version < 0 or not _WRITE_TOKEN.fullmatch(self.write_token):
-            raise ValueError(f"bad log version {self.version} or write token {self.write_token!r}")
-
-    def __str__(self) -> str:
-        return f".{self.file_id}_{self.base_instant}.log.{self.version}_{self.write_token}"
-
-    @classmethod
-    def parse(cls, name: str) -> LogFileName | None:
-        """The parts of a ``.log`` file name with a write token (Hudi's LOG_FILE_PATTERN); None for any other
-        name, archive and CDC log names included."""
-        m = LOG_FILE_PATTERN.fullmatch(name)
-        if m is None or m.group(3) != "log" or m.group(6) is None or m.group(10) is not None:
-            return None
-        return cls(m.group(1), m.group(2), int(m.group(4)), m.group(6))
