@@ -19,7 +19,7 @@ copies; medians are reported, with the ratio to plain Spark:
 * ``delta``        delta-rs ``optimize.z_order(["lat", "lon"], target_size=8 MiB)`` on a Delta table made of
                    the 200 source files (one append each; cached too, one optimize per fresh copy).
 
-For every case: files out, the files-scanned ratio of the output (``hudi_clusterd.layout.quality``, cross-checked
+For every case: files out, the files-scanned ratio of the output (``hudi_clusterd.ordering.quality``, cross-checked
 against ``../shared/bench/layout.py``), and the peak RSS of the driver (this Python process + the Spark JVM,
 sampled from ``/proc`` during the measured call; the Spark Python workers separately). delta-rs runs in a
 child process (its peak RSS is that process's); it would otherwise keep this process's RSS high afterwards.
@@ -102,10 +102,10 @@ from hudi_clusterd.engine.files import executor_base_path, spark_arrow_schema, w
 from hudi_clusterd.engine.ingest.writer import insert
 from hudi_clusterd.engine.session import get_or_create_session
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, strip_meta_fields
-from hudi_clusterd.layout.quality import files_scanned_ratio
 from hudi_clusterd.ops.execute import execute_pending, group_inputs
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.ordering.quality import files_scanned_ratio
 from hudi_clusterd.table.base_file_writer import BaseFileWriteSpec
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from procstats import CpuMeter

@@ -5,7 +5,7 @@ local Spark session, each variant reads the same input, orders it and writes it 
 into ``n = ceil(input bytes / target)`` files. For each we report the wall time and the CPU time (the
 driver, the Spark JVM and its Python workers, from /proc) of order+write, medians of ``--repeat`` rounds with
 the variants interleaved, each also as a ratio to plain Spark; and the layout quality of the output files,
-measured from their footers by ``hudi_clusterd.layout.quality`` (files-scanned ratio, row-groups-scanned ratio,
+measured from their footers by ``hudi_clusterd.ordering.quality`` (files-scanned ratio, row-groups-scanned ratio,
 overlap depth). CPU time is the steadier figure on a shared machine.
 
     python bench/bench_layout.py                      # full size: 4M rows in 200 files, 8 MiB target
@@ -35,10 +35,10 @@ import structlog
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "daemon"))
 
+from hudi_clusterd.domain.row_order import CurveBuildMethod, LayoutStrategy  # noqa: E402
 from hudi_clusterd.engine.clustering.sorting import sort_for_layout  # noqa: E402
 from hudi_clusterd.engine.session import get_or_create_session  # noqa: E402
-from hudi_clusterd.layout.quality import LayoutReport, layout_report  # noqa: E402
-from hudi_clusterd.layout.strategy import CurveBuildMethod, LayoutStrategy  # noqa: E402
+from hudi_clusterd.ordering.quality import LayoutReport, layout_report  # noqa: E402
 from procstats import CpuMeter  # noqa: E402
 
 COLUMNS = ("lat", "lon")

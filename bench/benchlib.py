@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO / "daemon"))
 
 from hudi_clusterd.domain.table_config import TableConfig  # noqa: E402
 from hudi_clusterd.engine.ingest.writer import insert  # noqa: E402
-from hudi_clusterd.layout.quality import files_scanned_ratio  # noqa: E402
+from hudi_clusterd.ordering.quality import files_scanned_ratio  # noqa: E402
 from hudi_clusterd.table.hoodie_table import HoodieTable  # noqa: E402
 from procstats import proc_table  # noqa: E402
 
