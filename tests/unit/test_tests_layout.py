@@ -15,7 +15,7 @@ PACKAGE = REPO_ROOT / "daemon" / "hudi_clusterd"
 TEST_FOLDERS = ("unit", "integration", "interop")
 # top-level unit tests of the repository's files rather than of a module: the docs, the deploy artifacts, and
 # this test
-REPOSITORY_CHECKS = {"test_docs.py", "test_deploy_artifacts.py", "test_tests_layout.py"}
+REPOSITORY_CHECKS = {"test_docs.py", "test_deploy_artifacts.py", "test_tests_layout.py", "test_architecture.py"}
 
 
 def _python_files(folder: Path) -> list[Path]:
