@@ -53,6 +53,7 @@ import structlog
 
 from hudi_clusterd.errors import MetadataTableError, UnsupportedTableError
 from hudi_clusterd.formats.metadata.hash_id import file_id, name_id
+from hudi_clusterd.formats.metadata.record_format import for_table_version
 from hudi_clusterd.formats.metadata.records import NON_PARTITIONED_NAME, TYPE_COLUMN_STATS, TYPE_PARTITION_STATS
 
 log = structlog.get_logger(__name__)
@@ -212,7 +213,8 @@ def _column_stats_definition(index_json: Mapping[str, Any] | None, name: str) ->
 def index_version(table_version: int, index_json: Mapping[str, Any] | None = None) -> IndexVersion:
     """The column/partition-stats index version: the index definition's, else the table version's default
     (``HoodieIndexVersion.getCurrentVersion``: V2 from table version 9). Version 6 (0.15) is V1."""
-    if table_version >= 8:
+    fmt = for_table_version(table_version)
+    if fmt.index_definitions:
         for name in ("column_stats", "partition_stats"):
             definition = _column_stats_definition(index_json, name)
             if definition is not None and definition.get("version"):
@@ -220,7 +222,7 @@ def index_version(table_version: int, index_json: Mapping[str, Any] | None = Non
                 if text not in ("V1", "V2"):
                     raise UnsupportedTableError(f"index {name}: unknown index version {definition['version']!r}")
                 return IndexVersion.V2 if text == "V2" else IndexVersion.V1
-    return IndexVersion.V2 if table_version >= 9 else IndexVersion.V1
+    return IndexVersion.V2 if fmt.value_types_by_default else IndexVersion.V1
 
 
 def _load_schema(schema: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -339,7 +341,7 @@ def indexed_columns(table_version: int, schema: str | Mapping[str, Any], *,
     resolve in the schema and have a supported type; without any list, the first ``max_columns`` supported
     top-level non-meta fields."""
     node = _load_schema(schema)
-    if table_version < 8:
+    if for_table_version(table_version).legacy_column_selection:
         if column_list:
             return list(column_list)
         names = [str(f["name"]) for f in _fields(node) if f.get("name") not in META_FIELDS]
@@ -583,7 +585,7 @@ def file_column_ranges(metadata: Any, file_name: str, columns: Iterable[str], *,
     Empty when Hudi would drop the file's statistics (V2 value types it cannot handle, or no row groups).
     Raises ``UnsupportedTableError`` where Hudi's commit itself would fail (V1 fixed or INT96 values)."""
     wanted = list(dict.fromkeys(columns))
-    lists = table_version >= 8
+    lists = for_table_version(table_version).list_element_paths
     match: dict[str, str] = {}
     for column in wanted:
         match[column] = column
@@ -809,7 +811,7 @@ def _stats_body(table_version: int, file_name: str, cr: ColumnRange, *, tight: b
         "maxValue": _wrap(cr.max_value, cr), "valueCount": cr.value_count, "nullCount": cr.null_count,
         "totalSize": cr.total_size, "totalUncompressedSize": cr.total_uncompressed_size, "isDeleted": False,
     }
-    if table_version >= 8:
+    if for_table_version(table_version).hudi_1_fields:
         body["isTightBound"] = bool(tight)
         body["valueType"] = cr.value_info.type_info()
     elif cr.value_info.type is not ValueType.V1:
@@ -820,7 +822,7 @@ def _stats_body(table_version: int, file_name: str, cr: ColumnRange, *, tight: b
 def _record(table_version: int, key: str, type_: int, body: dict[str, Any]) -> dict[str, Any]:
     record: dict[str, Any] = {"key": key, "type": type_, "filesystemMetadata": None, "BloomFilterMetadata": None,
                               "ColumnStatsMetadata": body, "recordIndexMetadata": None}
-    if table_version >= 8:
+    if for_table_version(table_version).hudi_1_fields:
         record["SecondaryIndexMetadata"] = None
     return record
 
@@ -848,7 +850,7 @@ def partition_stats_records(table_version: int, partition: str, file_ranges: Ite
     replacecommits replaced but *with* the groups this commit replaces (see the module notes). ``value_infos``:
     ``column_value_infos`` of the table schema. ``tight_bound``: the ``column_stats`` partition exists (it
     always does when partition statistics do). Only table versions 8 and 9 have partition statistics."""
-    if table_version < 8:
+    if not for_table_version(table_version).partition_stats:
         raise UnsupportedTableError(f"table version {table_version} has no partition statistics")
     out = []
     for cr in partition_ranges(partition, file_ranges, value_infos=value_infos):
