@@ -4,7 +4,8 @@ Creates, under ``<repo>/.cache/hudi/`` (or ``$CLUSTERD_HUDI_CACHE``):
 
 - ``venv-pyspark-<version>/``: a virtual environment with the pinned PySpark, made with the Python running this
   script (one per PySpark version the setups pin; today every setup shares one);
-- ``jars/<artifact>-<version>.jar``: each setup's Hudi Spark bundle, copied from Maven Central by ``mvn``.
+- ``jars/<artifact>-<version>.jar``: each setup's Hudi Spark bundle, copied from Maven Central by ``mvn`` (every
+  setup of ``hudi_versions.ALL_SETUPS``, also those only single tests run).
 
 Idempotent: finished steps are recognised (a stamp in the venv, the jar files) and skipped. ``--check`` only
 reports what is present or missing. Exit status 0 when everything is in place, 1 otherwise.
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.harness.hudi_versions import SETUPS, HudiSetup, MavenArtifact
+from tests.harness.hudi_versions import ALL_SETUPS, HudiSetup, MavenArtifact
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE_ENV = "CLUSTERD_HUDI_CACHE"
@@ -210,14 +211,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--setup",
         action="append",
-        choices=[s.name for s in SETUPS],
+        choices=[s.name for s in ALL_SETUPS],
         help="only this setup (repeatable; default: all)",
     )
     parser.add_argument("--optional", action="store_true",
                         help="on failure (no mvn, no network) say so and exit 0: the Hudi tests then skip, naming "
                              "what is missing (CI runs without it, so a missing jar fails there)")
     args = parser.parse_args(argv)
-    chosen = [s for s in SETUPS if not args.setup or s.name in args.setup]
+    chosen = [s for s in ALL_SETUPS if not args.setup or s.name in args.setup]
     root = cache_root()
     _say(f"cache: {root}")
     if args.check:

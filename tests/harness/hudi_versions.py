@@ -3,8 +3,9 @@
 Each setup is a released Hudi Spark bundle from Maven Central, the PySpark release it runs on (in its own virtual
 environment, apart from the daemon's PySpark 4), and the table version its writers create and keep. Spark 4 bundles
 of Hudi are not served by Maven Central, so every setup runs on Spark 3.5; the table they write is what the daemon
-sees. Two bundles: Hudi 0.15 (table version 6) and Hudi 1.2 (versions 6, 8 and 9, one setup each: the version is a
-writer option, so the three share one jar and one worker process).
+sees. Two bundles every interop test runs: Hudi 0.15 (table version 6) and Hudi 1.2 (versions 6, 8 and 9, one setup
+each: the version is a writer option, so the three share one jar and one worker process). A third, Hudi 1.0.2 (table
+version 8 as its users have it), is in ``ALL_SETUPS`` only: the tests that need it name it themselves.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ PYSPARK_VERSION = "3.5.1"
 
 HUDI_0_15_BUNDLE = MavenArtifact("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "0.15.0")
 HUDI_1_2_BUNDLE = MavenArtifact("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "1.2.0")
+HUDI_1_0_BUNDLE = MavenArtifact("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "1.0.2")
 
 HUDI_0_15 = HudiSetup(
     name="hudi-0.15",
@@ -127,10 +129,28 @@ HUDI_1_2_V8 = HudiSetup(
     ),
 )
 
+HUDI_1_0_2 = HudiSetup(
+    name="hudi-1.0.2",
+    hudi_version="1.0.2",
+    bundle=HUDI_1_0_BUNDLE,
+    pyspark_version=PYSPARK_VERSION,
+    table_version=8,
+    table_version_options=_frozen({}),
+    notes=(
+        "The last 1.0.x release: table version 8 (its default and newest), timeline layout 2, and its own "
+        "HoodieMetadataRecord schema (ColumnStatsMetadata without valueType, no ArrayWrapper), which its "
+        "compactions put into the metadata table's base HFiles. Built against Spark 3.5.3; runs on 3.5.1. Not in "
+        "SETUPS: only tests/interop/test_metadata_table_v8.py runs it."
+    ),
+)
+
 # Setups sharing a bundle (and a PySpark) run in one worker process: the table version is a per-write option.
 # Keep them next to each other, so that the tests of one bundle run together (the fixtures start one worker at a
 # time, see tests/interop/conftest.py).
 SETUPS: tuple[HudiSetup, ...] = (HUDI_0_15, HUDI_1_2_V6, HUDI_1_2_V9, HUDI_1_2_V8)
+"""The setups the interop tests run over (tests/interop/conftest.py)."""
+ALL_SETUPS: tuple[HudiSetup, ...] = (*SETUPS, HUDI_1_0_2)
+"""Every setup ``python -m tests.harness.hudi_setup`` fetches: ``SETUPS`` and those single tests name."""
 
 # How writers treat upserts into file groups under a pending clustering plan of the daemon's: let them through
 # (the default SparkRejectUpdateStrategy fails them), never roll the plan back, and resolve conflicts preferring
@@ -163,10 +183,10 @@ PROJECT_WRITER_OPTIONS: Mapping[str, str] = _frozen(
 
 def setup_named(name: str) -> HudiSetup:
     """The setup called ``name`` (e.g. ``"hudi-0.15"``); ``KeyError`` lists the known names."""
-    for setup in SETUPS:
+    for setup in ALL_SETUPS:
         if setup.name == name:
             return setup
-    raise KeyError(f"unknown Hudi setup {name!r}; known: {', '.join(s.name for s in SETUPS)}")
+    raise KeyError(f"unknown Hudi setup {name!r}; known: {', '.join(s.name for s in ALL_SETUPS)}")
 
 
 def shared_table_writer_options(setup: HudiSetup) -> dict[str, str]:

@@ -1,12 +1,14 @@
-"""``HoodieMetadataRecord``: the one record type of every metadata-table partition, per table version.
+"""``HoodieMetadataRecord``: the one record type of every metadata-table partition, and its schemas.
 
-Version 6 tables carry the schema of Apache Hudi 0.15; versions 8 and 9 the schema of Hudi 1.x (a superset:
-secondary-index records, ``isTightBound``/``valueType`` in column statistics, ``ArrayWrapper`` bounds). Both are
-the exact writer schemas those releases embed (``schemas/metadata/``). Log blocks and HFiles name the schema with
-Hudi's five meta fields put first, although the metadata table never fills them; a record's bytes are the Avro
-binary of the record in that schema (meta fields null) with ``key`` blanked: the real key is the HFile row key.
+Three releases' writer schemas are known (``schemas/metadata/``, each the generated class's ``SCHEMA$`` of the
+release's jar): Hudi 0.15's (``v6``: table version 6), Hudi 1.0.x's (``v8``: secondary-index records,
+``isTightBound`` in column statistics) and Hudi 1.1/1.2's (``v9``: also ``valueType`` in column statistics and an
+``ArrayWrapper`` branch in the min/max unions). Which one a table version uses by default is the business of
+``record_format``; a file slice that already carries a schema keeps it (``schema_from_block``). Log blocks and
+HFiles name the schema with Hudi's five meta fields put first, although the metadata table never fills them; a
+record's bytes are the Avro binary of the record in that schema (meta fields null, fields the schema lacks
+dropped) with ``key`` blanked: the real key is the HFile row key.
 """
-
 from __future__ import annotations
 
 import io
@@ -19,6 +21,7 @@ from typing import Any
 
 import fastavro
 from fastavro import schemaless_reader, schemaless_writer
+from fastavro.schema import SchemaParseException
 
 from hudi_clusterd.errors import MetadataDecodeError
 
@@ -41,12 +44,11 @@ TYPE_PARTITION_STATS = 6
 
 _META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
                 "_hoodie_file_name")
-_BLOCK_SCHEMA_V9 = "HoodieMetadataRecord.v9.block-schema.json"
-
-
-def _release(table_version: int) -> str:
-    """The schema release of a table version: 0.15's for version 6, 1.x's for 8 and 9."""
-    return "v6" if table_version < 8 else "v9"
+SCHEMA_RELEASES = ("v6", "v8", "v9")
+"""The known writer schemas: Hudi 0.15's, 1.0.x's and 1.1/1.2's, named after the table version each is the default
+of."""
+_BLOCK_SCHEMAS = {"v9": "HoodieMetadataRecord.v9.block-schema.json"}
+"""Block schemas copied from a golden table (the others are made from the writer schema as Hudi makes them)."""
 
 
 def _text(name: str) -> str:
@@ -64,12 +66,24 @@ class RecordSchema:
     """The block schema, parsed: stored records are written with it (their meta fields null)."""
 
 
+    @property
+    def column_stats_fields(self) -> tuple[str, ...]:
+        """The fields of ``HoodieMetadataColumnStats`` in this schema (10 in 1.0.x's, 11 in 1.2's)."""
+        node = json.loads(self.text)
+        field = next((f for f in node["fields"] if f["name"] == "ColumnStatsMetadata"), None)
+        body = next((b for b in (field or {}).get("type", []) if isinstance(b, dict)), None)
+        return tuple(str(f["name"]) for f in (body or {}).get("fields", []))
+
+
 @cache
-def record_schema(table_version: int) -> RecordSchema:
-    release = _release(table_version)
+def release_schema(release: str) -> RecordSchema:
+    """The writer schema of one release (a name of ``SCHEMA_RELEASES``)."""
+    if release not in SCHEMA_RELEASES:
+        raise ValueError(f"unknown HoodieMetadataRecord schema {release!r}; known: {', '.join(SCHEMA_RELEASES)}")
     text = _text(f"HoodieMetadataRecord.{release}.writer-schema.json")
-    if release == "v9":
-        block_text = _text(_BLOCK_SCHEMA_V9)
+    block = _BLOCK_SCHEMAS.get(release)
+    if block is not None:
+        block_text = _text(block)
     else:
         node = json.loads(text)
         meta = [{"name": n, "type": ["null", "string"], "doc": "", "default": None} for n in _META_FIELDS]
@@ -78,10 +92,36 @@ def record_schema(table_version: int) -> RecordSchema:
     return RecordSchema(text, block_text, fastavro.parse_schema(json.loads(block_text)))
 
 
-def encode(table_version: int, record: Mapping[str, Any]) -> bytes:
-    """The stored bytes of ``record`` (a ``HoodieMetadataRecord`` dict; its ``key`` is blanked)."""
+@cache
+def schema_from_block(block_text: str) -> RecordSchema:
+    """The record schema a log block header (``SCHEMA``) or a base HFile (file info ``schema``) names: one of the
+    known releases' when it is that schema, else that text itself (its writer text without the meta fields).
+    Raises ``MetadataDecodeError`` for text that is not a ``HoodieMetadataRecord`` schema."""
+    try:
+        node = json.loads(block_text)
+        if not isinstance(node, dict) or node.get("name") != "HoodieMetadataRecord":
+            raise ValueError("not a HoodieMetadataRecord schema")
+        for release in SCHEMA_RELEASES:
+            known = release_schema(release)
+            if json.loads(known.block_text) == node:
+                return known
+        parsed = fastavro.parse_schema(node)
+    except (ValueError, TypeError, KeyError, SchemaParseException) as e:
+        raise MetadataDecodeError(f"metadata record schema cannot be used ({e}): {block_text[:120]!r}") from e
+    writer = {**node, "fields": [f for f in node.get("fields", []) if f.get("name") not in _META_FIELDS]}
+    return RecordSchema(json.dumps(writer, separators=(",", ":")), block_text, parsed)
+
+
+def encode(schema: RecordSchema, record: Mapping[str, Any]) -> bytes:
+    """The stored bytes of ``record`` (a ``HoodieMetadataRecord`` dict; its ``key`` is blanked) in ``schema``:
+    fields the schema lacks (e.g. ``valueType`` in 1.0.x's) are dropped, fields the record lacks take the
+    schema's defaults."""
     buf = io.BytesIO()
-    schemaless_writer(buf, record_schema(table_version).parsed, {**record, "key": ""})
+    try:
+        schemaless_writer(buf, schema.parsed, {**record, "key": ""})
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise MetadataDecodeError(f"metadata record {record.get('key')!r} does not fit the record schema of its "
+                                  f"file slice ({e})") from e
     return buf.getvalue()
 
 

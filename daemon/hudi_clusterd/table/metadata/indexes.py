@@ -22,6 +22,7 @@ from hudi_clusterd.domain.commit import CommitMetadata, WriteStat
 from hudi_clusterd.errors import MetadataTableError, StorageError
 from hudi_clusterd.formats.metadata import column_stats as cs
 from hudi_clusterd.formats.metadata import records as rec
+from hudi_clusterd.formats.metadata.record_format import for_table_version
 
 if TYPE_CHECKING:
     from hudi_clusterd.table.metadata.writer import MetadataTable
@@ -118,7 +119,7 @@ def index_records(instant: str, meta: CommitMetadata, latest_files: Mapping[str,
     out: dict[str, list[dict[str, Any]]] = {}
     if rec.COLUMN_STATS in mdt.partitions:
         out[rec.COLUMN_STATS] = column_records
-    if rec.PARTITION_STATS in mdt.partitions and version >= 8 and new_ranges:
+    if rec.PARTITION_STATS in mdt.partitions and for_table_version(version).partition_stats and new_ranges:
         out[rec.PARTITION_STATS] = _partition_stats(mdt, meta, latest_files, new_ranges, columns, iversion,
                                                     schema, set(data_completed))
     return out
@@ -154,4 +155,5 @@ def _partition_stats(mdt: MetadataTable, meta: CommitMetadata, latest_files: Map
 
 def _canonical(columns: Sequence[str], version: int) -> list[str]:
     """Column names as stored (1.x names Spark's list element paths ``.list.element``)."""
-    return [c.replace(".array", ".list.element") if version >= 8 else c for c in columns]
+    lists = for_table_version(version).list_element_paths
+    return [c.replace(".array", ".list.element") if lists else c for c in columns]

@@ -54,9 +54,17 @@ from hudi_clusterd.formats.log import (
     hfile_data_block,
 )
 from hudi_clusterd.formats.metadata import records as rec
+from hudi_clusterd.formats.metadata.record_format import MetadataRecordFormat, for_table_version
 from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.metadata.indexes import index_records
-from hudi_clusterd.table.metadata.reader import files_of, list_file_groups, read_partition, valid_instants
+from hudi_clusterd.table.metadata.reader import (
+    FileGroupFiles,
+    files_of,
+    list_file_groups,
+    read_partition,
+    valid_instants,
+)
+from hudi_clusterd.table.metadata.slice_schema import slice_record_schema
 from hudi_clusterd.table.metadata.timeline import (
     COMMIT,
     DELTA_COMMIT,
@@ -148,6 +156,11 @@ class MetadataTable:
     def table_version(self) -> int:
         return self.data_config.version or 6
 
+    @property
+    def record_format(self) -> MetadataRecordFormat:
+        """The metadata-record rules of the table's version (its default record schema among them)."""
+        return for_table_version(self.table_version)
+
     def timeline_store(self) -> MdtTimelineStore:
         layout = self.config.timeline_layout
         return MdtTimelineStore(self.storage, layout.folder, layout.version, self.before_write)
@@ -207,10 +220,13 @@ class MetadataTable:
 
     # --- file slices -----------------------------------------------------------------------------------------
 
-    def _file_slices(self, partition: str) -> dict[str, FileSlice]:
-        """The latest slice of every file group of a metadata partition, by listing it."""
+    def _file_slices(self, partition: str, groups: Mapping[str, FileGroupFiles] | None = None
+                     ) -> dict[str, FileSlice]:
+        """The latest slice of every file group of a metadata partition, by listing it (or from ``groups``, that
+        listing's file groups)."""
         out: dict[str, FileSlice] = {}
-        for fid, files in sorted(list_file_groups(self.storage, partition).items()):
+        listed = list_file_groups(self.storage, partition) if groups is None else groups
+        for fid, files in sorted(listed.items()):
             base_instant = max([t for t, _ in files.bases] + [lf.base_instant for lf, _ in files.logs])
             base_file = next((p.rsplit("/", 1)[-1] for t, p in files.bases if t == base_instant), None)
             out[fid] = FileSlice(fid, base_instant, base_file,
@@ -241,7 +257,7 @@ class MetadataTable:
             for p, records in index_records(instant, meta, latest_files, self, data_completed).items():
                 if p in wanted and records:
                     by_partition[p] = records
-        planned = self._plan_log_files(instant, by_partition)
+        planned, schema = self._plan_log_files(instant, by_partition)
         stats = [ws for ws, _ in planned]
         store.create(instant, DELTA_COMMIT, MdtState.REQUESTED)
         inflight = CommitMetadata({p: tuple(ws for ws in stats if ws.partition_path == p) for p in by_partition}
@@ -255,7 +271,7 @@ class MetadataTable:
                 raise StorageError(f"{self.storage.full_path(ws.path)}: already exists")
             written.append(ws)
         done = CommitMetadata({p: tuple(ws for ws in written if ws.partition_path == p) for p in by_partition},
-                              {"schema": rec.record_schema(self.table_version).text}, Operation.UPSERT_PREPPED)
+                              {"schema": schema.text}, Operation.UPSERT_PREPPED)
         completion = self._completion_time(timeline) if store.layout >= 2 else None
         store.create(instant, DELTA_COMMIT, MdtState.COMPLETED, self._encode_commit(done), completion)
         counts = {p: len(r) for p, r in by_partition.items()}
@@ -274,13 +290,17 @@ class MetadataTable:
         return encode_commit_metadata_v2(meta) if self.table_version >= 8 else meta.to_json_bytes()
 
     def _plan_log_files(self, instant: str, by_partition: Mapping[str, list[dict[str, Any]]]
-                        ) -> list[tuple[WriteStat, bytes]]:
-        """One log file (one HFile data block) per touched file group, with its write stat."""
+                        ) -> tuple[list[tuple[WriteStat, bytes]], rec.RecordSchema]:
+        """One log file (one HFile data block) per touched file group, with its write stat; and the record schema
+        of the ``files`` partition's block (the deltacommit's ``extraMetadata.schema``). Each block carries the
+        record schema its file slice already carries (`slice_record_schema`), else the version's default."""
         version = self.table_version
-        schema = rec.record_schema(version)
+        default = self.record_format.schema
+        commit_schema = default
         out: list[tuple[WriteStat, bytes]] = []
         for partition, records in by_partition.items():
-            slices = self._file_slices(partition)
+            groups = list_file_groups(self.storage, partition)
+            slices = self._file_slices(partition, groups)
             ids = sorted(slices)
             if not ids:
                 raise MetadataTableError(f"{self.storage.full_path(partition)}: metadata partition {partition} "
@@ -294,8 +314,11 @@ class MetadataTable:
                 if len(set(keys)) != len(keys):
                     raise MetadataDecodeError(f"metadata partition {partition}: duplicate record keys in one "
                                               f"commit ({instant})")
+                schema = slice_record_schema(self.storage, groups[fid], default)
+                if partition == rec.FILES:
+                    commit_schema = schema
                 block = hfile_data_block(instant, schema.block_text,
-                                         [(str(r["key"]), rec.encode(version, r)) for r in group])
+                                         [(str(r["key"]), rec.encode(schema, r)) for r in group])
                 data = encode_block(block)
                 if version >= 8:
                     name = LogFileName(fid, instant, LOG_BASE_VERSION, _write_token())
@@ -309,7 +332,7 @@ class MetadataTable:
                                       total_write_bytes=len(data), file_size_in_bytes=len(data),
                                       log_version=name.version, log_offset=0, base_file=base_file,
                                       log_files=(str(name),)), data))
-        return out
+        return out, commit_schema
 
     # --- rollback -----------------------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from hudi_clusterd.formats.metadata.column_stats.values import (
     ValueInfo,
     ValueType,
 )
+from hudi_clusterd.formats.metadata.record_format import for_table_version
 
 META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
                "_hoodie_file_name")
@@ -40,7 +41,8 @@ def _column_stats_definition(index_json: Mapping[str, Any] | None, name: str) ->
 def index_version(table_version: int, index_json: Mapping[str, Any] | None = None) -> IndexVersion:
     """The column/partition-stats index version: the index definition's, else the table version's default
     (``HoodieIndexVersion.getCurrentVersion``: V2 from table version 9). Version 6 (0.15) is V1."""
-    if table_version >= 8:
+    fmt = for_table_version(table_version)
+    if fmt.index_definitions:
         for name in ("column_stats", "partition_stats"):
             definition = _column_stats_definition(index_json, name)
             if definition is not None and definition.get("version"):
@@ -48,7 +50,7 @@ def index_version(table_version: int, index_json: Mapping[str, Any] | None = Non
                 if text not in ("V1", "V2"):
                     raise UnsupportedTableError(f"index {name}: unknown index version {definition['version']!r}")
                 return IndexVersion.V2 if text == "V2" else IndexVersion.V1
-    return IndexVersion.V2 if table_version >= 9 else IndexVersion.V1
+    return IndexVersion.V2 if fmt.value_types_by_default else IndexVersion.V1
 
 
 def _load_schema(schema: str | Mapping[str, Any]) -> dict[str, Any]:
@@ -167,7 +169,7 @@ def indexed_columns(table_version: int, schema: str | Mapping[str, Any], *,
     resolve in the schema and have a supported type; without any list, the first ``max_columns`` supported
     top-level non-meta fields."""
     node = _load_schema(schema)
-    if table_version < 8:
+    if for_table_version(table_version).legacy_column_selection:
         if column_list:
             return list(column_list)
         names = [str(f["name"]) for f in _fields(node) if f.get("name") not in META_FIELDS]

@@ -22,6 +22,7 @@ from hudi_clusterd.formats.metadata.column_stats.values import (
     float32,
     round_precision,
 )
+from hudi_clusterd.formats.metadata.record_format import for_table_version
 from hudi_clusterd.formats.parquet_stats import ChunkStats, LogicalType, column_chunks, leaf_columns
 
 _NUMERIC_DEFAULT: dict[str, Any] = {"BOOLEAN": False, "INT32": 0, "INT64": 0, "FLOAT": 0.0, "DOUBLE": 0.0}
@@ -166,7 +167,7 @@ def file_column_ranges(metadata: Any, file_name: str, columns: Iterable[str], *,
     the former, ``on_dropped`` is told why. Raises ``UnsupportedTableError`` where Hudi's commit itself would
     fail (V1 fixed or INT96 values)."""
     wanted = list(dict.fromkeys(columns))
-    lists = table_version >= 8
+    lists = for_table_version(table_version).list_element_paths
     match: dict[str, str] = {}
     for column in wanted:
         match[column] = column

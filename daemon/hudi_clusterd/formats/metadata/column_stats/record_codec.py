@@ -27,6 +27,7 @@ from hudi_clusterd.formats.metadata.column_stats.values import (
     unscaled_to_decimal,
 )
 from hudi_clusterd.formats.metadata.hash_id import file_id, name_id
+from hudi_clusterd.formats.metadata.record_format import for_table_version
 from hudi_clusterd.formats.metadata.records import NON_PARTITIONED_NAME, TYPE_COLUMN_STATS, TYPE_PARTITION_STATS
 
 
@@ -99,7 +100,7 @@ def _stats_body(table_version: int, file_name: str, cr: ColumnRange, *, tight: b
         "maxValue": _wrap(cr.max_value, cr), "valueCount": cr.value_count, "nullCount": cr.null_count,
         "totalSize": cr.total_size, "totalUncompressedSize": cr.total_uncompressed_size, "isDeleted": False,
     }
-    if table_version >= 8:
+    if for_table_version(table_version).hudi_1_fields:
         body["isTightBound"] = bool(tight)
         body["valueType"] = cr.value_info.type_info()
     elif cr.value_info.type is not ValueType.V1:
@@ -110,7 +111,7 @@ def _stats_body(table_version: int, file_name: str, cr: ColumnRange, *, tight: b
 def _record(table_version: int, key: str, type_: int, body: dict[str, Any]) -> dict[str, Any]:
     record: dict[str, Any] = {"key": key, "type": type_, "filesystemMetadata": None, "BloomFilterMetadata": None,
                               "ColumnStatsMetadata": body, "recordIndexMetadata": None}
-    if table_version >= 8:
+    if for_table_version(table_version).hudi_1_fields:
         record["SecondaryIndexMetadata"] = None
     return record
 
@@ -138,7 +139,7 @@ def partition_stats_records(table_version: int, partition: str, file_ranges: Ite
     replacecommits replaced but *with* the groups this commit replaces (see the module notes). ``value_infos``:
     ``column_value_infos`` of the table schema. ``tight_bound``: the ``column_stats`` partition exists (it
     always does when partition statistics do). Only table versions 8 and 9 have partition statistics."""
-    if table_version < 8:
+    if not for_table_version(table_version).partition_stats:
         raise UnsupportedTableError(f"table version {table_version} has no partition statistics")
     out = []
     for cr in partition_ranges(partition, file_ranges, value_infos=value_infos):
