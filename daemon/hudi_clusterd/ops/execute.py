@@ -196,9 +196,9 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
 
 def _too_old_to_start(table: HoodieTable, pending: PendingPlan) -> ExecutionResult | None:
     """A plan requested so long ago that it could not complete within the time the table's layout allows an
-    instant (`TimelineLayout.max_pending_s`): ours is purged (the next scheduling plans afresh), another writer's
+    instant (`HoodieTable.max_pending_s`): ours is purged (the next scheduling plans afresh), another writer's
     is left to it. None when the plan may start."""
-    limit = table.timeline_store.layout.max_pending_s
+    limit = table.max_pending_s
     age = table.instant_age_seconds(pending.time)
     if limit is None or age <= limit:
         return None

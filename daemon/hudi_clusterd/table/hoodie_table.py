@@ -24,7 +24,6 @@ from hudi_clusterd.domain.instant import (
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
 from hudi_clusterd.domain.table_config import TIMELINE_HISTORY_PATH, TableConfig
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.domain.timeline_layout import DEFAULT_HISTORY_PATH
 from hudi_clusterd.errors import MetadataDecodeError, StorageError, TableError, TimelineError
 from hudi_clusterd.formats.java_properties import format_properties, parse_properties
 from hudi_clusterd.lock import LockOptions, TableLock
@@ -38,10 +37,6 @@ log = structlog.get_logger(__name__)
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 _SKIP_DIRS = frozenset({META_FOLDER, "_delta_log"})
-CLOCK_SKEW_WAIT_S = 0.2
-"""Hudi 1.x writers wait out ``hoodie.time.generator.max_expected_clock_skew_ms`` (200 ms by default) after taking
-a time under the lock, so that a time taken after theirs, on another host, is greater; so does the daemon on
-tables of timeline layout 2, whose readers order instants by completion time."""
 
 
 class HoodieTable:
@@ -108,8 +103,7 @@ class HoodieTable:
         storage = storage or Storage(base_path)
         config.check_writable(storage.full_path(PROPERTIES_FILE))  # a new table: no metadata table
         layout = config.timeline_layout
-        archive = f"{layout.folder}/{config.get(TIMELINE_HISTORY_PATH) or DEFAULT_HISTORY_PATH}" \
-            if layout.records_completion_time else f"{META_FOLDER}/archived"
+        archive = layout.archive_folder(config.get(TIMELINE_HISTORY_PATH))
         for folder in (".hoodie/.aux/.bootstrap/.partitions", ".hoodie/.aux/.bootstrap/.fileids",
                        ".hoodie/.schema", ".hoodie/.temp", layout.folder, archive):
             storage.makedirs(folder)
@@ -136,6 +130,12 @@ class HoodieTable:
         return self.timeline_store.load()
 
     @property
+    def max_pending_s(self) -> float | None:
+        """How long after its requested time a clustering may still start (`TimelineLayout.max_pending_s`);
+        None: no limit."""
+        return self.timeline_store.layout.max_pending_s
+
+    @property
     def timeline_tz(self) -> tzinfo:
         """The zone instant times are read in: UTC when ``hoodie.table.timeline.timezone=UTC``, else this host's
         local zone (Hudi's LOCAL is the writer JVM's default zone, which must therefore match the daemon's)."""
@@ -154,8 +154,8 @@ class HoodieTable:
         timeline = timeline if timeline is not None else self.timeline()
         if now is None:
             now = datetime.now(self.timeline_tz)
-            if skew_wait and self.timeline_store.layout.records_completion_time:
-                _time.sleep(CLOCK_SKEW_WAIT_S)
+            if skew_wait and self.timeline_store.layout.clock_skew_wait_s:
+                _time.sleep(self.timeline_store.layout.clock_skew_wait_s)
         last = timeline.last_time()
         if last is not None:
             ahead = (parse_instant_time(last, now.tzinfo or UTC) - now).total_seconds()
@@ -175,12 +175,11 @@ class HoodieTable:
     def instant_time_taken(self, time: str) -> str | None:
         """A file showing that another writer uses instant time ``time`` for another action (ingestion commits,
         cleans and rollbacks take their times without the table lock), or None. Stats a few names; no listing."""
-        store = self.timeline_store
-        names = [store.path(Instant(time, action, state)) for action, state in (
+        layout = self.timeline_store.layout
+        names = [path for action, state in (
             (Action.COMMIT, State.REQUESTED), (Action.COMMIT, State.INFLIGHT), (Action.DELTA_COMMIT, State.REQUESTED),
-            (Action.CLEAN, State.REQUESTED), (Action.ROLLBACK, State.REQUESTED))]
-        if not store.layout.records_completion_time:
-            names.append(store.path(Instant(time, Action.COMMIT, State.COMPLETED)))
+            (Action.CLEAN, State.REQUESTED), (Action.ROLLBACK, State.REQUESTED), (Action.COMMIT, State.COMPLETED))
+            if (path := layout.known_path(Instant(time, action, state))) is not None]
         names += [f"{TEMP_FOLDER}/{time}"]
         return next((self.storage.full_path(n) for n in names if self.storage.exists(n)), None)
 

@@ -30,12 +30,13 @@ from typing import Any
 import structlog
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
-from hudi_clusterd.domain.instant import next_instant_time, parse_instant_time
+from hudi_clusterd.domain.instant import Action, Instant, State, next_instant_time, parse_instant_time
 from hudi_clusterd.domain.table_config import (
     METADATA_PARTITIONS,
     METADATA_PARTITIONS_INFLIGHT,
     TableConfig,
 )
+from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import (
     MetadataDecodeError,
     MetadataTableError,
@@ -43,7 +44,7 @@ from hudi_clusterd.errors import (
     TableBusyError,
     TimelineError,
 )
-from hudi_clusterd.formats.avro import decode_commit_metadata_v2, decode_ocf, encode_commit_metadata_v2, encode_record
+from hudi_clusterd.formats.avro import decode_ocf, encode_record
 from hudi_clusterd.formats.java_properties import parse_properties
 from hudi_clusterd.formats.log_blocks import (
     LOG_BASE_VERSION,
@@ -57,15 +58,7 @@ from hudi_clusterd.formats.metadata import records as rec
 from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.metadata.indexes import index_records
 from hudi_clusterd.table.metadata.reader import files_of, list_file_groups, read_partition, valid_instants
-from hudi_clusterd.table.metadata.timeline import (
-    COMMIT,
-    DELTA_COMMIT,
-    ROLLBACK,
-    MdtInstant,
-    MdtState,
-    MdtTimeline,
-    MdtTimelineStore,
-)
+from hudi_clusterd.table.timeline_store import TimelineStore
 
 log = structlog.get_logger(__name__)
 
@@ -148,9 +141,13 @@ class MetadataTable:
     def table_version(self) -> int:
         return self.data_config.version or 6
 
-    def timeline_store(self) -> MdtTimelineStore:
-        layout = self.config.timeline_layout
-        return MdtTimelineStore(self.storage, layout.folder, layout.version, self.before_write)
+    def timeline_store(self) -> TimelineStore:
+        """The metadata table's instant files (its ``.hoodie/``, or its ``hoodie.timeline.path`` folder on
+        layout 2); a completed instant gets a completion time after every time on both timelines."""
+        store = TimelineStore(self.storage, before_write=self.before_write,
+                              layout=self.config.timeline_layout.for_metadata(),
+                              completion_time=lambda: self._completion_time(store.load()))
+        return store
 
     def written_folders(self) -> list[str]:
         """The folders (relative to the data table's base path) the metadata table's writes go to: its timeline
@@ -189,11 +186,11 @@ class MetadataTable:
                 f"{self.data_config.version}; an upgrade is half done. hudi-clusterd waits for a Hudi writer to "
                 "finish it (on its next write)")
         timeline = self.timeline_store().load()
-        pending = timeline.pending_compactions()
+        pending = timeline.pending().of_actions((Action.COMPACTION, Action.LOG_COMPACTION)).instants
         if pending:
             p0 = pending[0]
             raise TableBusyError(
-                f"{self.source}: metadata table {p0.action} {p0.time} is pending; hudi-clusterd waits until it "
+                f"{self.source}: metadata table {p0.action.value} {p0.time} is pending; hudi-clusterd waits until it "
                 "completes (a Hudi writer completes it within its write, or on its next write after a crash)")
         files_groups = self._file_slices(rec.FILES)
         if len(files_groups) != 1:
@@ -230,7 +227,7 @@ class MetadataTable:
         started = time.monotonic()
         store = self.timeline_store()
         timeline = store.load()
-        existing = timeline.find(instant, DELTA_COMMIT)
+        existing = timeline.find(instant, Action.DELTA_COMMIT)
         if existing is not None:
             if existing.is_completed:
                 raise TimelineError(f"{self.source}: metadata deltacommit {instant} is completed already")
@@ -243,10 +240,10 @@ class MetadataTable:
                     by_partition[p] = records
         planned = self._plan_log_files(instant, by_partition)
         stats = [ws for ws, _ in planned]
-        store.create(instant, DELTA_COMMIT, MdtState.REQUESTED)
+        requested = store.create(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
         inflight = CommitMetadata({p: tuple(ws for ws in stats if ws.partition_path == p) for p in by_partition}
                                   if self.table_version < 8 else {}, {}, Operation.UPSERT_PREPPED)
-        store.create(instant, DELTA_COMMIT, MdtState.INFLIGHT, self._encode_commit(inflight))
+        store.create(requested.with_state(State.INFLIGHT), store.serde.encode_commit(inflight))
         written: list[WriteStat] = []
         for ws, data in planned:
             assert ws.path is not None
@@ -256,22 +253,18 @@ class MetadataTable:
             written.append(ws)
         done = CommitMetadata({p: tuple(ws for ws in written if ws.partition_path == p) for p in by_partition},
                               {"schema": rec.record_schema(self.table_version).text}, Operation.UPSERT_PREPPED)
-        completion = self._completion_time(timeline) if store.layout >= 2 else None
-        store.create(instant, DELTA_COMMIT, MdtState.COMPLETED, self._encode_commit(done), completion)
+        store.create(requested.with_state(State.COMPLETED), store.serde.encode_commit(done))
         counts = {p: len(r) for p, r in by_partition.items()}
         log.info("metadata table updated", instant=instant, records=counts, log_files=len(written),
                  ms=int((time.monotonic() - started) * 1000))
         return MetadataCommit(instant, counts, tuple(f"{METADATA_FOLDER}/{ws.path}" for ws in written))
 
-    def _completion_time(self, timeline: MdtTimeline) -> str:
+    def _completion_time(self, timeline: Timeline) -> str:
         fresh = self.new_time()
         last = timeline.last_time()
         if last is not None and len(last) == 17 and last >= fresh:
             return next_instant_time(parse_instant_time(fresh), last)
         return fresh
-
-    def _encode_commit(self, meta: CommitMetadata) -> bytes:
-        return encode_commit_metadata_v2(meta) if self.table_version >= 8 else meta.to_json_bytes()
 
     def _plan_log_files(self, instant: str, by_partition: Mapping[str, list[dict[str, Any]]]
                         ) -> list[tuple[WriteStat, bytes]]:
@@ -321,7 +314,7 @@ class MetadataTable:
         timeline = store.load()
         mdt_rollback = rollback_time if self.table_version >= 8 else rollback_time + ROLLBACK_SUFFIX_V6
         pending = self._pending_rollback(store, timeline, target)
-        inst = timeline.find(target, DELTA_COMMIT)
+        inst = timeline.find(target, Action.DELTA_COMMIT)
         if inst is None and pending is None:
             return []
         if pending is not None:
@@ -329,15 +322,15 @@ class MetadataTable:
         if inst is not None and inst.is_completed:
             self._check_not_compacted(timeline, inst)
         files = self._log_files_of(store, inst, target) if inst is not None else []
+        requested = Instant(mdt_rollback, Action.ROLLBACK, State.REQUESTED)
         if pending is None:
-            store.create(mdt_rollback, ROLLBACK, MdtState.REQUESTED,
-                         encode_record("HoodieRollbackPlan", self._rollback_plan(target, files)))
-        if not store.exists(mdt_rollback, ROLLBACK, MdtState.INFLIGHT):
-            store.create(mdt_rollback, ROLLBACK, MdtState.INFLIGHT)
+            store.create(requested, encode_record("HoodieRollbackPlan", self._rollback_plan(target, files)))
+        if not store.exists(requested.with_state(State.INFLIGHT)):
+            store.create(requested.with_state(State.INFLIGHT))
         if pending is not None:
             files = sorted(set(files) | set(self._planned_files(store, mdt_rollback)))
         if inst is not None and inst.is_completed:  # first, so that no reader merges its blocks any more
-            store.delete_state(inst, MdtState.COMPLETED)
+            store.delete(inst)
         deleted = []
         for rel in files:
             self.before_write()
@@ -356,17 +349,15 @@ class MetadataTable:
                     "rollbackLogFiles": None, "logFilesFromFailedCommit": None}
                 for p, paths in sorted(by_partition.items())},
             "version": 1,
-            "instantsRollback": [{"commitTime": target, "action": DELTA_COMMIT}],
+            "instantsRollback": [{"commitTime": target, "action": Action.DELTA_COMMIT.value}],
         }
-        completion = self._completion_time(timeline) if store.layout >= 2 else None
-        store.create(mdt_rollback, ROLLBACK, MdtState.COMPLETED, encode_record("HoodieRollbackMetadata", metadata),
-                     completion)
+        store.create(requested.with_state(State.COMPLETED), encode_record("HoodieRollbackMetadata", metadata))
         if inst is not None:
             store.delete_all(inst)
         log.info("metadata table rolled back", instant=target, rollback=mdt_rollback, log_files=len(files))
         return deleted
 
-    def _roll_back_own(self, store: MdtTimelineStore, timeline: MdtTimeline, inst: MdtInstant) -> None:
+    def _roll_back_own(self, store: TimelineStore, timeline: Timeline, inst: Instant) -> None:
         """Remove a pending metadata deltacommit of ours that never completed, with its log files (a crashed
         attempt of the same commit; nothing could read them)."""
         for rel in self._log_files_of(store, inst, inst.time):
@@ -374,17 +365,17 @@ class MetadataTable:
             self.storage.delete(rel, missing_ok=True)
         store.delete_all(inst)
 
-    def _check_not_compacted(self, timeline: MdtTimeline, inst: MdtInstant) -> None:
+    def _check_not_compacted(self, timeline: Timeline, inst: Instant) -> None:
         """Refuse to roll back a deltacommit a completed compaction of the metadata table has merged."""
-        point = inst.completion_time if self.table_version >= 8 and inst.completion_time else inst.time
-        for c in timeline.of(COMMIT):
-            if c.is_completed and c.time >= point:
+        point = inst.completion_time or inst.time
+        for c in timeline.of_actions((Action.COMMIT, Action.COMPACTION)).completed():
+            if c.time >= point:
                 raise MetadataTableError(
                     f"{self.source}: metadata deltacommit {inst.time} was compacted by {c.time}; it can no longer be "
                     "rolled back (Hudi refuses this too). Restore the table to an instant before it with Hudi "
                     f"(call rollback_to_instant / restore) or complete data instant {inst.time} by hand")
 
-    def _log_files_of(self, store: MdtTimelineStore, inst: MdtInstant | None, target: str) -> list[str]:
+    def _log_files_of(self, store: TimelineStore, inst: Instant | None, target: str) -> list[str]:
         """The log files deltacommit ``target`` wrote. Layout 2 names them after ``target``; version 6 names them
         in the deltacommit's write stats (its inflight state carries them before any is written)."""
         out: set[str] = set()
@@ -393,9 +384,9 @@ class MetadataTable:
                 if p in self.partitions:
                     out.update(fi.path for fi in self.storage.list_dir(p)
                                if (lf := LogFileName.parse(fi.name)) is not None and lf.base_instant == target)
-        elif inst is not None and inst.state is not MdtState.REQUESTED:
-            path = store.path(inst.time, inst.action, inst.state, inst.completion_time)
-            meta = self._decode_commit(store.read(inst), self.storage.full_path(path))
+        elif inst is not None and inst.state is not State.REQUESTED:
+            path = store.path(inst)
+            meta = store.serde.decode_commit(self.storage.read_bytes(path), self.storage.full_path(path))
             out.update(ws.path for ws in meta.write_stats() if ws.path and self.storage.exists(ws.path))
         for rel in sorted(out):
             if not self._only_blocks_of(rel, target):
@@ -412,11 +403,6 @@ class MetadataTable:
             return False
         return bool(blocks) and all(b.header.get(HeaderKey.INSTANT_TIME) == target for b in blocks)
 
-    def _decode_commit(self, data: bytes, source: str) -> CommitMetadata:
-        if self.table_version >= 8:
-            return decode_commit_metadata_v2(data, source)
-        return CommitMetadata.from_json_bytes(data, source)
-
     def _rollback_plan(self, target: str, files: Iterable[str]) -> dict[str, Any]:
         requests: dict[tuple[str, str], list[str]] = defaultdict(list)
         for rel in files:
@@ -424,19 +410,17 @@ class MetadataTable:
             lf = LogFileName.parse(name)
             requests[(partition, lf.file_id if lf else name)].append(self.storage.uri(rel))
         return {
-            "instantToRollback": {"commitTime": target, "action": DELTA_COMMIT},
+            "instantToRollback": {"commitTime": target, "action": Action.DELTA_COMMIT.value},
             "RollbackRequests": [
                 {"partitionPath": p, "fileId": f, "latestBaseInstant": target, "filesToBeDeleted": paths,
                  "logBlocksToBeDeleted": {}} for (p, f), paths in sorted(requests.items())],
             "version": 1,
         }
 
-    def _pending_rollback(self, store: MdtTimelineStore, timeline: MdtTimeline, target: str) -> str | None:
-        for inst in timeline.of(ROLLBACK):
-            if inst.is_completed:
-                continue
+    def _pending_rollback(self, store: TimelineStore, timeline: Timeline, target: str) -> str | None:
+        for inst in timeline.of_actions((Action.ROLLBACK,)).pending():
             try:
-                path = store.path(inst.time, ROLLBACK, MdtState.REQUESTED)
+                path = store.path(inst.with_state(State.REQUESTED))
                 plan = decode_ocf(self.storage.read_bytes(path), self.storage.full_path(path))
             except (StorageError, MetadataDecodeError):
                 continue
@@ -444,8 +428,8 @@ class MetadataTable:
                 return inst.time
         return None
 
-    def _planned_files(self, store: MdtTimelineStore, rollback_time: str) -> list[str]:
-        path = store.path(rollback_time, ROLLBACK, MdtState.REQUESTED)
+    def _planned_files(self, store: TimelineStore, rollback_time: str) -> list[str]:
+        path = store.path(Instant(rollback_time, Action.ROLLBACK, State.REQUESTED))
         plan = decode_ocf(self.storage.read_bytes(path), self.storage.full_path(path))
         out = []
         for req in plan.get("RollbackRequests") or []:
@@ -462,11 +446,10 @@ class MetadataTable:
              return_record_name: bool = False) -> dict[str, dict[str, Any]]:
         """The live records of metadata ``partition`` as readers merge them (see `reader.read_partition`), given
         the data timeline's completed instants."""
-        timeline = self.timeline_store().load()
-        done = [i for i in timeline.instants if i.is_completed]
+        store = self.timeline_store()
+        done = store.load().completed().instants
         valid = valid_instants(data_completed, ((i.time, i.action) for i in done))
-        completion = {i.time: i.completion_time for i in done if i.completion_time} \
-            if self.config.timeline_layout.records_completion_time else None
+        completion = store.layout.completion_times(done)
         return read_partition(self.storage, partition, valid, completion=completion,
                               wanted=wanted or (lambda _key: True), return_record_name=return_record_name)
 
