@@ -43,7 +43,6 @@ from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
-from hudi_clusterd.table.metadata.indexes import prepare as prepare_metadata
 
 log = structlog.get_logger(__name__)
 
@@ -149,7 +148,7 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
                      LAYOUT_BEFORE_KEY: f"{figures[0]:.4f}", LAYOUT_AFTER_KEY: f"{figures[1]:.4f}"}
         mdt = table.metadata_table()
         if mdt is not None:  # the new files' column statistics, read now rather than under the commit's lock
-            prepare_metadata(mdt, table.latest_schema(), every)
+            mdt.prepare(table.latest_schema(), every)
         committed = complete(table, instant, plan, by_group, extra, undecided_wait_s=executor.commit_wait_s)
         if len(committed.dropped_groups) == len(plan.input_groups):  # every group moved: nothing replaced
             message = f"clustering {instant} conflicts with ingestion in every group: " + "; ".join(

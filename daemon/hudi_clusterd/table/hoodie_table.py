@@ -50,6 +50,8 @@ class HoodieTable:
         self.timeline_store = TimelineStore(storage, before_write=self.verify_lock, layout=config.timeline_layout,
                                             completion_time=self._completion_time)
         self.footer_ranges = FooterRanges(storage)
+        self._mdt: MetadataTable | None = None
+        self._mdt_lock = threading.Lock()
 
     # --- opening and creating -------------------------------------------------------------------------------
 
@@ -89,13 +91,18 @@ class HoodieTable:
             mdt.check_supported()
 
     def metadata_table(self) -> MetadataTable | None:
-        """The table's metadata table, when ``hoodie.properties`` says it has one."""
-        if not MetadataTable.declared(self.config):
+        """The table's metadata table, when ``hoodie.properties`` says it has one: one per table handle (built on
+        first use, and again when `check_clusterable` finds the properties changed)."""
+        config = self.config
+        if not MetadataTable.declared(config):
             return None
-        # the metadata table's instants complete right before a data instant of the same lock hold, which waits
-        # out the clock skew after taking its own, later, time
-        return MetadataTable(self.storage, self.config, before_write=self.verify_lock,
-                             new_time=lambda: self.new_instant_time(skew_wait=False))
+        with self._mdt_lock:
+            if self._mdt is None or self._mdt.data_config != config:
+                # the metadata table's instants complete right before a data instant of the same lock hold, which
+                # waits out the clock skew after taking its own, later, time
+                self._mdt = MetadataTable(self.storage, config, before_write=self.verify_lock,
+                                          new_time=lambda: self.new_instant_time(skew_wait=False))
+            return self._mdt
 
     @classmethod
     def create(cls, base_path: str, config: TableConfig, storage: Storage | None = None) -> HoodieTable:
