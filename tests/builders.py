@@ -38,6 +38,7 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.ops.commit import Committed, complete
+from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.clock import SYSTEM_CLOCK, Clock
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.markers import create_marker
@@ -147,12 +148,12 @@ class TableGen:
         return t
 
 
-def clustering_output_file(table: HoodieTable, instant: str, partition: str, prefix: str) -> WriteStat:
-    """A one-row file of clustering ``instant`` in ``partition`` (its file id starts with ``prefix``), with its
-    marker; its write stat."""
+def clustering_output_file(storage: Storage, instant: str, partition: str, prefix: str) -> WriteStat:
+    """A one-row file of clustering ``instant`` in ``partition`` of the table on ``storage`` (its file id starts
+    with ``prefix``), with its marker; its write stat."""
     name = f"{prefix}-0000-0000-0000-000000000000-0_0-1-1_{instant}.parquet"
-    create_marker(table.storage, instant, partition, name)
-    pq.write_table(pa.table({"x": [1.0]}), table.storage.full_path(f"{partition}/{name}"))
+    create_marker(storage, instant, partition, name)
+    pq.write_table(pa.table({"x": [1.0]}), storage.full_path(f"{partition}/{name}"))
     return WriteStat(name.split("_", 1)[0], f"{partition}/{name}", partition, num_writes=1)
 
 
@@ -170,7 +171,7 @@ def scheduled_plan(tmp_path: Path, table_version: int = 6, clock: Clock = SYSTEM
     scheduled.claim.heartbeat.stop(delete=False)  # (its beats would outlive the test; the file stays)
     t, plan = scheduled.pending.time, scheduled.pending.plan
     assert [g.group_ids()[0][0] for g in plan.input_groups] == ["p1", "p2"]
-    stats = [[clustering_output_file(gen.table, t, group.group_ids()[0][0], f"{n:04d}aaaa")]
+    stats = [[clustering_output_file(gen.table.storage, t, group.group_ids()[0][0], f"{n:04d}aaaa")]
              for n, group in enumerate(plan.input_groups)]
     return gen, t, plan, stats
 

@@ -37,7 +37,7 @@ from hudi_clusterd.errors import (
 from hudi_clusterd.ops.commit import UNDECIDED_WAIT_S, complete, rollback_clustering, withdraw_collided
 from hudi_clusterd.ops.events import NoObserver, Observer, Outcome, PlanFinished, PlanStarted
 from hudi_clusterd.ops.ownership import Claim, Ownership
-from hudi_clusterd.ops.pool import run_groups
+from hudi_clusterd.ops.pool import GroupRun, run_groups
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.snapshot import TableSnapshot
@@ -138,8 +138,11 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
     try:
         observer.notify(PlanStarted(table.name, instant, len(plan.input_groups), plan.num_slices, plan.input_bytes))
         inputs = group_inputs(snapshot, plan)
-        by_group = run_groups(executor.runner, table, instant, plan, inputs, executor.parallelism, observer, cancel,
-                              written)
+        ran = run_groups(GroupRun(executor.runner, table.ref, instant, plan, inputs, executor.parallelism, observer,
+                                  cancel))
+        written = ran.written
+        ran.check()
+        by_group = ran.by_group
         every = [ws for group in by_group for ws in group]
         figures = executor.figures(table.storage, snapshot.view, plan, every) if executor.figures else None
         extra: dict[str, str] = {}

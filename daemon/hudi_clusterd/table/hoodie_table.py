@@ -30,6 +30,7 @@ from hudi_clusterd.table.clock import SYSTEM_CLOCK, Clock
 from hudi_clusterd.table.footers import FooterRanges
 from hudi_clusterd.table.metadata.writer import MetadataTable
 from hudi_clusterd.table.properties import PROPERTIES_FILE, timeline_folder
+from hudi_clusterd.table.table_ref import TableRef
 from hudi_clusterd.table.timeline_store import TimelineStore
 
 log = structlog.get_logger(__name__)
@@ -111,6 +112,11 @@ class HoodieTable:
     @property
     def name(self) -> str:
         return self.config.name
+
+    @property
+    def ref(self) -> TableRef:
+        """What a data engine needs of this table (`ops.ports.GroupRunner`)."""
+        return TableRef(self.name, self.base_path, self.config)
 
     def read_properties_text(self) -> str:
         return properties.read_properties_text(self.storage)
