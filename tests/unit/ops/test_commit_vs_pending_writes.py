@@ -22,10 +22,11 @@ from hudi_clusterd.domain.commit import CommitMetadata, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
-from hudi_clusterd.ops.commit import IngestionRhythm, complete, declared_file_ids, ingestion_rhythm
+from hudi_clusterd.ops.commit import complete
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import Executor, execute
 from hudi_clusterd.ops.ownership import Ownership
+from hudi_clusterd.ops.pending_writes import IngestionRhythm, declared_file_ids, ingestion_rhythm
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.table.heartbeat import heartbeat_path
