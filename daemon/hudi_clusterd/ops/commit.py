@@ -27,7 +27,7 @@ import structlog
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.conflicts import find_conflicts, requirements
-from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering
+from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
@@ -58,12 +58,7 @@ BUSY_POLL_S = 1.0
 
 def fresh_view(table: HoodieTable, plan: ClusteringPlan) -> FileSystemView:
     """The timeline and the plan's partitions, listed now (call under the table lock)."""
-    timeline = table.timeline()
-    partitions = sorted({g.partition_path for g in plan.input_groups})
-    pending = PendingClustering.from_plans(
-        (p.time, p.plan.group_ids()) for p in table.pending_clustering_plans(timeline))
-    return FileSystemView(timeline, table.list_base_files(partitions), table.replaced_groups(timeline), pending,
-                          frozenset(), partitions)
+    return table.file_system_view(table.timeline(), partitions=sorted({g.partition_path for g in plan.input_groups}))
 
 
 @dataclass(frozen=True, slots=True)
