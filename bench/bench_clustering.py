@@ -287,13 +287,13 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
     assert plan is not None
     columns = ("lat", "lon")
     snapshot = TableSnapshot.load(table)
-    files = runner.scan_files(table, group_inputs(snapshot, plan)[0])
-    df = runner.read_group(table, files)
+    files = runner.scan_files(table.storage, group_inputs(snapshot, plan)[0])
+    df = runner.read_group(table.storage, files)
     scan = GroupScan(spark, executor_base_path(table.storage), tuple(files), df.schema)
     data_schema = strip_meta_fields(spark_arrow_schema(df))
     rows = timed("count", df.count)
     shape = timed("output sizing (sample)", lambda: runner.output_shape(
-        table, plan, 0, rows, sum(f.size for f in files)))
+        table.storage, plan, 0, rows, sum(f.size for f in files)))
     n_out = shape.partitions
     per_partition = ranges_per_partition(rows, n_out, shape.memory_bytes_per_row)
     partitioning = timed("sample + split keys (sample job)", lambda: plan_curve_partitioning(

@@ -26,10 +26,10 @@ each), interleaved over ``--repeat`` rounds (the order alternating), in this one
 Timed (``time.perf_counter``, and CPU seconds of the committing thread, ``time.thread_time``, which other work on
 the machine inflates far less; by wrapping the functions where they are looked up): the whole commit step
 (``hudi_clusterd.ops.commit.complete`` as ``ops/execute.py`` calls it), and within it ``MetadataTable.commit`` and
-the column statistics records it builds (``index_records``). The new files' footers are read before the commit
-step, while the clustering executes: ``ops/execute.py`` calls ``prepare_metadata``
-(``hudi_clusterd.table.metadata.indexes.prepare``), which reads them in 4 threads and caches their column ranges, so
-``index_records`` only looks them up. ``prepare_metadata`` is wrapped too, where ``ops/execute.py`` looks it up, and
+the column statistics records it builds (``index_records``: ``ColumnIndexes.records``). The new files' footers are
+read before the commit step, while the clustering executes: ``ops/execute.py`` calls ``MetadataTable.prepare``
+(``prepare_metadata``: ``ColumnIndexes.prepare``), which reads them in 4 threads and keeps their column ranges in
+the table handle's metadata table, so ``index_records`` only looks them up. ``prepare_metadata`` is wrapped too, and
 timed apart (outside the commit step, as Hudi's write tasks collect their statistics during the write): wall
 seconds, and CPU seconds of this whole process (``time.process_time``: the reading threads' too). Around
 ``prepare_metadata``, ``MetadataTable.commit`` and ``index_records``, the bytes this process read (``rchar`` of
@@ -97,7 +97,10 @@ from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.formats.metadata import column_stats as cs
 from hudi_clusterd.formats.metadata import records as rec
 from hudi_clusterd.table.hoodie_table import HoodieTable
-from hudi_clusterd.table.metadata.writer import METADATA_FOLDER, MetadataCommit, MetadataTable
+from hudi_clusterd.table.metadata.base import METADATA_FOLDER
+from hudi_clusterd.table.metadata.commit import MetadataCommit
+from hudi_clusterd.table.metadata.indexes import ColumnIndexes
+from hudi_clusterd.table.metadata.writer import MetadataTable
 
 TABLE_VERSION = 9
 TARGET_EXTRA_S = 0.5
@@ -242,17 +245,16 @@ class Probe:
 
 @contextmanager
 def probes() -> Iterator[list[Probe]]:
-    """Wrap ``complete`` and ``prepare_metadata`` (where ``ops/execute.py`` looks them up), ``MetadataTable.commit``
-    and ``index_records`` (where ``io/metadata/writer.py`` looks it up) with timers; each clustering appends one
-    `Probe` to the list before it runs. The originals are put back on exit."""
+    """Wrap ``complete`` (where ``ops/execute.py`` looks it up), ``MetadataTable.commit`` and the metadata table's
+    ``ColumnIndexes.prepare`` and ``ColumnIndexes.records`` with timers; each clustering appends one `Probe` to the
+    list before it runs. The originals are put back on exit."""
     import hudi_clusterd.ops.execute as execute_mod
-    import hudi_clusterd.table.metadata.writer as writer_mod
 
     runs: list[Probe] = []
     # (owner, name) of each wrapped function: looked up by name, as the modules that call them do
     complete_at, mdt_commit_at, index_records_at = (execute_mod, "complete"), (MetadataTable, "commit"), \
-        (writer_mod, "index_records")
-    prepare_at = (execute_mod, "prepare_metadata")
+        (ColumnIndexes, "records")
+    prepare_at = (ColumnIndexes, "prepare")
     original_complete = getattr(*complete_at)
     original_prepare = getattr(*prepare_at)
     original_mdt_commit = getattr(*mdt_commit_at)

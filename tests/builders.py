@@ -14,6 +14,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, strip_meta_fields
 from hudi_clusterd.ops.commit import Committed, complete
+from hudi_clusterd.storage import Storage
+from hudi_clusterd.table.clock import SYSTEM_CLOCK, Clock
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.markers import create_marker
 
@@ -55,14 +58,28 @@ JSON = hs.recursive(JSON_LEAF, lambda inner: hs.lists(inner, max_size=3)
 ExtraColumns = Callable[[str, int], Mapping[str, pa.Array]]
 
 
+class FakeClock:
+    """A table's clock that never sleeps: it reads this host's time and records the sleeps asked of it
+    (``HoodieTable.create(..., clock=FakeClock())``)."""
+
+    def __init__(self) -> None:
+        self.sleeps: list[float] = []
+
+    def now(self, tz: tzinfo | None) -> datetime:
+        return datetime.now(tz)
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+
 class TableGen:
     """A table plus a clock that hands out increasing instant times."""
 
     def __init__(self, base: Path, partitioned: bool = True, name: str = "t", compression: str = "snappy",
-                 table_version: int = 6) -> None:
+                 table_version: int = 6, clock: Clock = SYSTEM_CLOCK) -> None:
         cfg = TableConfig.for_new_table(name=name, record_key_fields=["id"],
                                         partition_fields=["part"] if partitioned else [], table_version=table_version)
-        self.table = HoodieTable.create(str(base), cfg)
+        self.table = HoodieTable.create(str(base), cfg, clock=clock)
         self.base = base
         self.partitioned = partitioned
         self.name = name
@@ -131,22 +148,22 @@ class TableGen:
         return t
 
 
-def clustering_output_file(table: HoodieTable, instant: str, partition: str, prefix: str) -> WriteStat:
-    """A one-row file of clustering ``instant`` in ``partition`` (its file id starts with ``prefix``), with its
-    marker; its write stat."""
+def clustering_output_file(storage: Storage, instant: str, partition: str, prefix: str) -> WriteStat:
+    """A one-row file of clustering ``instant`` in ``partition`` of the table on ``storage`` (its file id starts
+    with ``prefix``), with its marker; its write stat."""
     name = f"{prefix}-0000-0000-0000-000000000000-0_0-1-1_{instant}.parquet"
-    create_marker(table.storage, instant, partition, name)
-    pq.write_table(pa.table({"x": [1.0]}), table.storage.full_path(f"{partition}/{name}"))
+    create_marker(storage, instant, partition, name)
+    pq.write_table(pa.table({"x": [1.0]}), storage.full_path(f"{partition}/{name}"))
     return WriteStat(name.split("_", 1)[0], f"{partition}/{name}", partition, num_writes=1)
 
 
-def scheduled_plan(tmp_path: Path, table_version: int = 6
+def scheduled_plan(tmp_path: Path, table_version: int = 6, clock: Clock = SYSTEM_CLOCK
                    ) -> tuple[TableGen, str, ClusteringPlan, list[list[WriteStat]]]:
     """Four commits in p1 and p2, a claimed plan of ours (a group per partition) and its written output."""
     from hudi_clusterd.ops.ownership import Ownership
     from hudi_clusterd.ops.schedule import schedule
 
-    gen = TableGen(tmp_path / "t", table_version=table_version)
+    gen = TableGen(tmp_path / "t", table_version=table_version, clock=clock)
     for i in range(4):
         gen.commit({"p1": [float(i)], "p2": [float(i)]})
     scheduled = schedule(gen.table, make_policy(), force=True, claim_with=Ownership())
@@ -154,7 +171,7 @@ def scheduled_plan(tmp_path: Path, table_version: int = 6
     scheduled.claim.heartbeat.stop(delete=False)  # (its beats would outlive the test; the file stays)
     t, plan = scheduled.pending.time, scheduled.pending.plan
     assert [g.group_ids()[0][0] for g in plan.input_groups] == ["p1", "p2"]
-    stats = [[clustering_output_file(gen.table, t, group.group_ids()[0][0], f"{n:04d}aaaa")]
+    stats = [[clustering_output_file(gen.table.storage, t, group.group_ids()[0][0], f"{n:04d}aaaa")]
              for n, group in enumerate(plan.input_groups)]
     return gen, t, plan, stats
 

@@ -23,6 +23,7 @@ from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ordering.figures import clustering_figures
 from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.table_ref import TableRef
 from tests.builders import TableGen, make_policy
 from tests.harness.hudi_rs_checks import (
     assert_no_orphan_files,
@@ -259,13 +260,13 @@ class FailingRunner:
     def __init__(self, inner: GroupRunner) -> None:
         self.inner = inner
 
-    def run_group(self, table: HoodieTable, instant: str, plan: Any, index: int, files: Any) -> Any:
+    def run_group(self, table: TableRef, instant: str, plan: Any, index: int, files: Any) -> Any:
         if index == 1:
             time.sleep(0.2)
             raise RuntimeError("disk on fire")
         return self.inner.run_group(table, instant, plan, index, files)
 
-    def cancel(self, table: HoodieTable, instant: str) -> None:
+    def cancel(self, table: TableRef, instant: str) -> None:
         self.inner.cancel(table, instant)
 
     def close(self) -> None:

@@ -226,7 +226,7 @@ def test_upsert_fails_rather_than_lose_a_write_when_its_group_was_clustered_mean
     # Given an upsert that reads the file groups, and a clustering that completes before the upsert commits
     base, table = _clusterable(spark, tmp_path)
     pol = make_policy(**SMALL_FILES)
-    from hudi_clusterd.engine.ingest.write_client import start_commit as real_start
+    from hudi_clusterd.table.write_client import start_commit as real_start
 
     def start_after_clustering(*args: Any, **kw: Any) -> Any:
         planned = schedule(table, pol, force=True).instant
@@ -253,7 +253,7 @@ def test_clustering_completing_while_an_upsert_is_inflight_loses_to_it(
     planned = schedule(table, pol, force=True).instant
     assert planned is not None
     hot = _planned_group_of(table, planned, 4)
-    from hudi_clusterd.engine.ingest.write_client import complete_commit as real_complete
+    from hudi_clusterd.table.write_client import complete_commit as real_complete
     outcomes: list[str] = []
 
     def complete_after_clustering(*args: Any, **kw: Any) -> Any:

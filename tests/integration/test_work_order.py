@@ -27,6 +27,7 @@ from hudi_clusterd.runtime.service import Daemon, TableWorker
 from hudi_clusterd.settings import Settings, settings_from_properties
 from hudi_clusterd.storage import FileInfo, Storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.table_ref import TableRef
 from tests.builders import TableGen
 
 pytestmark = pytest.mark.spark
@@ -55,12 +56,12 @@ class RecordingRunner:
         self.inner = SparkGroupRunner(spark, owns_session=False)
         self.orders: list[WorkOrder] = []
 
-    def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
+    def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
                   files: Sequence[BaseFile]) -> list[WriteStat]:
         self.orders.append(plan.strategy.work_order)
         return self.inner.run_group(table, instant, plan, index, files)
 
-    def cancel(self, table: HoodieTable, instant: str) -> None:
+    def cancel(self, table: TableRef, instant: str) -> None:
         self.inner.cancel(table, instant)
 
     def close(self) -> None:

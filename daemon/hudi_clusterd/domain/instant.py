@@ -1,9 +1,10 @@
-"""Timeline instants: actions, states, instant times, and the file names of timeline layout 1.
+"""Timeline instants: actions, states, instant times, and the one parser of instant file names.
 
 An instant is one step of a table's history, stored as one file per state; the highest state present wins.
 Where those files live and how they are named is the timeline layout's (``domain/timeline_layout.py``): layout 1
 (table version 6) names them ``<time>.<action>[.<state>]`` in ``.hoodie/``; layout 2 (versions 8 and 9) adds the
-completion time to a completed instant's name. The functions below are layout 1's.
+completion time to a completed instant's name. `instant_file_name` gives layout 1's names;
+`parse_instant_file_name` reads both layouts' names, of a data table or of its metadata table (`InstantTimes`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,26 @@ INSTANT_TIME_FORMAT = "%Y%m%d%H%M%S%f"  # formatted then cut to milliseconds: yy
 INSTANT_TIME_LENGTH = 17
 # ASCII digits only, and no trailing newline (``$`` would allow one): Java's regexes, which Hudi uses, agree.
 _INSTANT_TIME_RE = re.compile(r"\A[0-9]{14}(?:[0-9]{3})?\Z")
+_ANY_TIME_RE = re.compile(r"\A[0-9]{14,20}\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class InstantTimes:
+    """The instant times one timeline holds."""
+
+    pattern: re.Pattern[str]
+    expected: str
+    """What a valid time looks like, for error messages."""
+
+    def valid(self, time: str) -> bool:
+        return self.pattern.match(time) is not None
+
+
+DATA_TIMES = InstantTimes(_INSTANT_TIME_RE, "14 or 17 digits")
+"""A data table's instant times: 17 digits (``yyyyMMddHHmmssSSS``), or 14 on older tables."""
+METADATA_TIMES = InstantTimes(_ANY_TIME_RE, "14 to 20 digits")
+"""A metadata table's: the data table's, plus its own (17 zeros and a counter for the partitions'
+initialisation on Hudi 1.x; version 6's suffixed times, a data instant and three more digits)."""
 
 
 class Action(str, Enum):
@@ -88,9 +109,10 @@ class Instant:
     completion_time: str | None = None
 
     def __post_init__(self) -> None:
-        if not _INSTANT_TIME_RE.match(self.time):
-            raise TimelineError(f"invalid instant time {self.time!r}: expected 14 or 17 digits")
-        if self.completion_time is not None and not _INSTANT_TIME_RE.match(self.completion_time):
+        # the widest rule (a metadata table's times); a timeline's parser applies its own (`InstantTimes`)
+        if not _ANY_TIME_RE.match(self.time):
+            raise TimelineError(f"invalid instant time {self.time!r}: expected 14 to 20 digits")
+        if self.completion_time is not None and not _ANY_TIME_RE.match(self.completion_time):
             raise TimelineError(f"instant {self.time}: invalid completion time {self.completion_time!r}")
 
     @property
@@ -134,11 +156,13 @@ def instant_file_name(time: str, action: Action, state: State) -> str:
     return f"{time}.{action.value}.{state.value}"
 
 
-def parse_instant_file_name(name: str, transition_ms: int = 0, *, with_completion: bool = False) -> Instant | None:
+def parse_instant_file_name(name: str, transition_ms: int = 0, *, with_completion: bool = False,
+                            times: InstantTimes = DATA_TIMES) -> Instant | None:
     """Parse a timeline file name; returns None for names that are not instant files (``hoodie.properties``,
     ``*.tmp``, folders, lock files). A name that looks like an instant but has an unknown action also gives None,
-    as Hudi's loader skips it; a malformed instant time raises ``TimelineError``. ``with_completion``: completed
-    names may carry their completion time (``<time>_<completion>.<action>``, timeline layout 2)."""
+    as Hudi's loader skips it, and so does a completed compaction's name (it completes as a commit); an instant
+    time ``times`` does not allow raises ``TimelineError``. ``with_completion``: completed names may carry their
+    completion time (``<time>_<completion>.<action>``, timeline layout 2)."""
     m = _FILE_NAME_RE.match(name)
     if m is None:
         return None
@@ -146,8 +170,8 @@ def parse_instant_file_name(name: str, transition_ms: int = 0, *, with_completio
     if completion is not None and (not with_completion or state_s is not None):
         return None
     for t in (time, completion):
-        if t is not None and not _INSTANT_TIME_RE.match(t):
-            raise TimelineError(f"timeline file {name!r}: instant time {t!r} is not 14 or 17 digits")
+        if t is not None and not times.valid(t):
+            raise TimelineError(f"timeline file {name!r}: instant time {t!r} is not {times.expected}")
     if action_s == "inflight" and state_s is None and completion is None:
         return Instant(time, Action.COMMIT, State.INFLIGHT, transition_ms)
     try:
@@ -155,6 +179,8 @@ def parse_instant_file_name(name: str, transition_ms: int = 0, *, with_completio
     except ValueError:
         return None
     if state_s is None:
+        if action in COMPLETED_FILE_ACTION:
+            return None  # pending states only: a completed compaction or clustering has another action's name
         # (a completed name of layout 2 without its completion time is a legacy one, of an upgraded table: Hudi
         # takes the file's modification time then; it is left unknown here)
         return Instant(time, action, State.COMPLETED, transition_ms, completion)

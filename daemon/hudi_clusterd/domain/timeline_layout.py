@@ -7,17 +7,24 @@
   ``replacecommit``; the archiver's LSM timeline sits in ``history/`` below it, which nothing else writes.
 
 Everything above this module names instants by what they are (`Action.CLUSTERING` for a clustering in any
-pending state); the layout turns that into file names, and file names back into instants.
+pending state); the layout turns that into file names, and file names back into instants. What differs between
+the layouts is asked of the layout object (`TimelineLayout.clock_skew_wait_s`, `max_pending_s`,
+`archive_folder`...), never by comparing layout versions elsewhere. A metadata table's timeline is the same
+layout with the metadata table's instant times (`for_metadata`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from hudi_clusterd.domain.instant import (
     COMPLETED_FILE_ACTION,
+    DATA_TIMES,
+    METADATA_TIMES,
     Action,
     Instant,
+    InstantTimes,
     State,
     instant_file_name,
     parse_instant_file_name,
@@ -27,20 +34,60 @@ from hudi_clusterd.errors import TimelineError
 META_FOLDER = ".hoodie"
 DEFAULT_TIMELINE_PATH = "timeline"
 DEFAULT_HISTORY_PATH = "history"
-
+CLOCK_SKEW_WAIT_S = 0.2
+"""Hudi 1.x writers wait out ``hoodie.time.generator.max_expected_clock_skew_ms`` (200 ms by default) after taking
+a time under the lock, so that a time taken after theirs, on another host, is greater; so does the daemon on
+tables of timeline layout 2, whose readers order instants by completion time."""
 
 
 @dataclass(frozen=True, slots=True)
 class TimelineLayout:
-    """One timeline layout: its folder (relative to the base path) and its file-name rules."""
+    """One timeline layout: its folder (relative to the base path), its file-name rules and the instant times
+    its timeline holds."""
 
     version: int
     folder: str
+    times: InstantTimes = DATA_TIMES
+
+    def for_metadata(self) -> TimelineLayout:
+        """This layout holding a metadata table's instant times (its folder relative to the metadata table)."""
+        return replace(self, times=METADATA_TIMES)
 
     @property
     def records_completion_time(self) -> bool:
         """Whether a completed instant's file names its completion time (layout 2)."""
         return self.version >= 2
+
+    @property
+    def clock_skew_wait_s(self) -> float:
+        """How long a writer waits after taking an instant time under the lock (`CLOCK_SKEW_WAIT_S` on layout 2,
+        whose readers order instants by completion time; none on layout 1)."""
+        return CLOCK_SKEW_WAIT_S if self.records_completion_time else 0.0
+
+    def archive_folder(self, history_path: str | None) -> str:
+        """The archived timeline's folder, relative to the base path (``hoodie.timeline.history.path`` below the
+        timeline folder on layout 2)."""
+        if self.records_completion_time:
+            return f"{self.folder}/{history_path or DEFAULT_HISTORY_PATH}"
+        return f"{META_FOLDER}/archived"
+
+    def names_completion(self, instant: Instant) -> bool:
+        """Whether the file name of this instant state holds its completion time (a completed instant on
+        layout 2): without it, the name is found by listing the timeline."""
+        return instant.is_completed and self.records_completion_time
+
+    def known_path(self, instant: Instant) -> str | None:
+        """The instant state's file when its name is known without a listing, else None."""
+        if instant.completion_time is None and self.names_completion(instant):
+            return None
+        return self.path(instant)
+
+    def completion_times(self, instants: Iterable[Instant]) -> Mapping[str, str] | None:
+        """The completion time of each completed instant by requested time, where the layout records them;
+        None on a layout that does not."""
+        if not self.records_completion_time:
+            return None
+        return {i.time: i.completion_time for i in instants if i.is_completed and i.completion_time}
 
     @property
     def max_pending_s(self) -> float | None:
@@ -82,7 +129,8 @@ class TimelineLayout:
     def parse(self, name: str, transition_ms: int = 0) -> Instant | None:
         """The instant state a file name stands for; None for other files (and names of unknown actions, which
         Hudi's loaders skip too). A malformed instant time raises ``TimelineError`` naming the file."""
-        return parse_instant_file_name(name, transition_ms, with_completion=self.records_completion_time)
+        return parse_instant_file_name(name, transition_ms, with_completion=self.records_completion_time,
+                                       times=self.times)
 
 
 LAYOUT_1 = TimelineLayout(1, META_FOLDER)

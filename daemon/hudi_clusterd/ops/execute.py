@@ -37,13 +37,12 @@ from hudi_clusterd.errors import (
 from hudi_clusterd.ops.commit import UNDECIDED_WAIT_S, complete, rollback_clustering, withdraw_collided
 from hudi_clusterd.ops.events import NoObserver, Observer, Outcome, PlanFinished, PlanStarted
 from hudi_clusterd.ops.ownership import Claim, Ownership
-from hudi_clusterd.ops.pool import run_groups
+from hudi_clusterd.ops.pool import GroupRun, run_groups
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
-from hudi_clusterd.table.metadata.indexes import prepare as prepare_metadata
 
 log = structlog.get_logger(__name__)
 
@@ -139,8 +138,11 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
     try:
         observer.notify(PlanStarted(table.name, instant, len(plan.input_groups), plan.num_slices, plan.input_bytes))
         inputs = group_inputs(snapshot, plan)
-        by_group = run_groups(executor.runner, table, instant, plan, inputs, executor.parallelism, observer, cancel,
-                              written)
+        ran = run_groups(GroupRun(executor.runner, table.ref, instant, plan, inputs, executor.parallelism, observer,
+                                  cancel))
+        written = ran.written
+        ran.check()
+        by_group = ran.by_group
         every = [ws for group in by_group for ws in group]
         figures = executor.figures(table.storage, snapshot.view, plan, every) if executor.figures else None
         extra: dict[str, str] = {}
@@ -149,7 +151,7 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
                      LAYOUT_BEFORE_KEY: f"{figures[0]:.4f}", LAYOUT_AFTER_KEY: f"{figures[1]:.4f}"}
         mdt = table.metadata_table()
         if mdt is not None:  # the new files' column statistics, read now rather than under the commit's lock
-            prepare_metadata(mdt, table.latest_schema(), every)
+            mdt.prepare(table.latest_schema(), every)
         committed = complete(table, instant, plan, by_group, extra, undecided_wait_s=executor.commit_wait_s)
         if len(committed.dropped_groups) == len(plan.input_groups):  # every group moved: nothing replaced
             message = f"clustering {instant} conflicts with ingestion in every group: " + "; ".join(
@@ -196,9 +198,9 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
 
 def _too_old_to_start(table: HoodieTable, pending: PendingPlan) -> ExecutionResult | None:
     """A plan requested so long ago that it could not complete within the time the table's layout allows an
-    instant (`TimelineLayout.max_pending_s`): ours is purged (the next scheduling plans afresh), another writer's
+    instant (`HoodieTable.max_pending_s`): ours is purged (the next scheduling plans afresh), another writer's
     is left to it. None when the plan may start."""
-    limit = table.timeline_store.layout.max_pending_s
+    limit = table.max_pending_s
     age = table.instant_age_seconds(pending.time)
     if limit is None or age <= limit:
         return None

@@ -1,7 +1,8 @@
 """The group pool: a plan's groups run on ``min(groups, hoodie.clustering.max.parallelism)`` threads.
 
 Each group is one job of the engine. A failed group fails the instant: the groups not yet started are skipped,
-the running ones are cancelled through the engine, and the error names up to three failed groups.
+the running ones are cancelled through the engine, and the error (`GroupResults.check`) names up to three failed
+groups.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 import structlog
 
@@ -19,17 +21,50 @@ from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.ops.events import GroupFinished, GroupStarted, Observer
 from hudi_clusterd.ops.ports import GroupRunner
-from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.table_ref import TableRef
 
 
-def run_groups(runner: GroupRunner, table: HoodieTable, instant: str, plan: ClusteringPlan,
-               inputs: Sequence[Sequence[BaseFile]], parallelism: int, observer: Observer,
-               cancel: threading.Event, written: list[WriteStat] | None = None) -> list[list[WriteStat]]:
-    """Run every group of ``plan`` (``inputs[i]``: the base files of group ``i``); returns each group's write
-    stats, in plan order.
-    ``cancel`` (set by a shutdown) keeps groups from starting; a failed group does the same for the others and
-    cancels the running ones. ``written`` receives the stats of every group that finished, also when another
-    group fails (what to clean up if the instant is gone by then)."""
+@dataclass(frozen=True, slots=True)
+class GroupRun:
+    """One plan's groups to run: on which engine and table, how many at once, who hears of them, and the event
+    (set by a shutdown) that keeps groups from starting."""
+
+    runner: GroupRunner
+    table: TableRef
+    instant: str
+    plan: ClusteringPlan
+    inputs: Sequence[Sequence[BaseFile]]
+    """``inputs[i]``: the base files of group ``i``, with their sizes."""
+    parallelism: int
+    observer: Observer
+    cancel: threading.Event
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResults:
+    """What the groups of one plan wrote, in plan order (nothing for a group that failed or never started),
+    and the errors of the groups that failed."""
+
+    instant: str
+    by_group: list[list[WriteStat]]
+    errors: list[str]
+
+    @property
+    def written(self) -> list[WriteStat]:
+        """The write stats of every group that finished, also when another failed (what to clean up if the
+        instant is gone by then)."""
+        return [ws for group in self.by_group for ws in group]
+
+    def check(self) -> None:
+        """Raise ``ExecutionError`` naming up to three failed groups, when any failed."""
+        if self.errors:
+            raise ExecutionError(f"clustering {self.instant} failed: " + "; ".join(self.errors[:3]))
+
+
+def run_groups(run: GroupRun) -> GroupResults:
+    """Run every group of the plan. ``run.cancel`` keeps groups from starting; a failed group does the same for
+    the others and cancels the running ones."""
+    table, instant, plan, observer, runner = run.table, run.instant, run.plan, run.observer, run.runner
     n = len(plan.input_groups)
     failed = threading.Event()
     stats: list[list[WriteStat]] = [[] for _ in range(n)]
@@ -38,7 +73,7 @@ def run_groups(runner: GroupRunner, table: HoodieTable, instant: str, plan: Clus
 
     def one(index: int) -> list[WriteStat]:
         group = plan.input_groups[index]
-        if cancel.is_set() or failed.is_set():
+        if run.cancel.is_set() or failed.is_set():
             raise ExecutionError("cancelled before start")
         with structlog.contextvars.bound_contextvars(**{**caller_context, "instant": instant, "group": index}):
             observer.notify(GroupStarted(table.name, instant, index, n, group.partition_path, len(group.slices)))
@@ -46,7 +81,7 @@ def run_groups(runner: GroupRunner, table: HoodieTable, instant: str, plan: Clus
             out: list[WriteStat] = []
             ok = False
             try:
-                out = runner.run_group(table, instant, plan, index, inputs[index])
+                out = runner.run_group(table, instant, plan, index, run.inputs[index])
                 ok = True
                 return out
             finally:
@@ -54,20 +89,15 @@ def run_groups(runner: GroupRunner, table: HoodieTable, instant: str, plan: Clus
                     table.name, instant, index, n, len(out), sum(s.file_size_in_bytes for s in out),
                     round(time.monotonic() - started, 2), ok=ok))
 
-    workers = max(1, min(n, parallelism))
+    workers = max(1, min(n, run.parallelism))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"cluster-{instant}") as pool:
         futures: dict[Future[list[WriteStat]], int] = {pool.submit(one, i): i for i in range(n)}
         for fut in futures:
             try:
-                result = fut.result()
-                stats[futures[fut]] = result
-                if written is not None:
-                    written.extend(result)
+                stats[futures[fut]] = fut.result()
             except Exception as e:  # a failed group fails the instant; the others are cancelled
                 errors.append(f"group {futures[fut]}: {e}")
                 if not failed.is_set():
                     failed.set()
                     runner.cancel(table, instant)
-    if errors:
-        raise ExecutionError(f"clustering {instant} failed: " + "; ".join(errors[:3]))
-    return stats
+    return GroupResults(instant, stats, errors)

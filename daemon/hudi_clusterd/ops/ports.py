@@ -8,19 +8,19 @@ from typing import Protocol
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.plan import ClusteringPlan
-from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.table_ref import TableRef
 
 
 class GroupRunner(Protocol):
     """Rewrites clustering groups into new file groups; safe to call from several threads at once."""
 
-    def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
+    def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
                   files: Sequence[BaseFile]) -> list[WriteStat]:
         """Write group ``index`` of ``plan`` (whose base files, with their sizes, are ``files``) as new file
         groups of ``instant``, following the plan's work order; returns one write stat per file written."""
         ...
 
-    def cancel(self, table: HoodieTable, instant: str) -> None:
+    def cancel(self, table: TableRef, instant: str) -> None:
         """Cancel every running job of this instant (best effort)."""
         ...
 

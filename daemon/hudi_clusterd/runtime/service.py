@@ -351,7 +351,7 @@ class Daemon:
                 worker = self.workers.get(table)
                 if worker is not None and worker.table is not None:
                     try:
-                        self.runner.cancel(worker.table, instant)
+                        self.runner.cancel(worker.table.ref, instant)
                     except ClusterdError as e:
                         log.warning("cancel failed", table=table, instant=instant, error=str(e))
         return not leftover

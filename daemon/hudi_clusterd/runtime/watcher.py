@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -39,15 +38,14 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from hudi_clusterd.errors import ConfigError, TableError
+from hudi_clusterd.domain.instant import parse_instant_file_name
+from hudi_clusterd.errors import ConfigError, TableError, TimelineError
 
 log = structlog.get_logger(__name__)
 
 WatchMode = Literal["events", "polling"]
 """``events``: the OS notification API (inotify on Linux); ``polling``: periodic directory snapshots."""
 
-INSTANT_FILE_RE: Final = re.compile(r"^\d{14,17}(?:_\d{14,17})?\..+")  # (_<completion>: layout 2)
-"""A timeline file name: a 14- to 17-digit instant time, a dot, then action and state."""
 
 # Events meaning "a file appeared or changed". Opened and closed-without-write are left out: they are reads,
 # ours included (the config watcher reads the file on every check and must not wake itself up).
@@ -73,13 +71,13 @@ def is_instant_file_name(name: str) -> bool:
     """True for a top-level timeline file name (``20240101000000000.replacecommit.requested``,
     ``20240101000000000_20240101000000100.commit``).
 
-    Temporary files (``*.tmp``), hidden files, ``hoodie.properties*`` and ``lock`` are not instants.
+    Names the timeline's parser (`parse_instant_file_name`, either layout) takes for no instant are not:
+    temporary files (``*.tmp``), hidden files, ``hoodie.properties*``, ``lock``, malformed instant times.
     """
-    if not name or name.startswith(".") or name.endswith(".tmp"):
+    try:
+        return parse_instant_file_name(name, with_completion=True) is not None
+    except TimelineError:
         return False
-    if name.startswith("hoodie.properties") or name == "lock":
-        return False
-    return INSTANT_FILE_RE.match(name) is not None
 
 
 def is_timeline_change(event: FileSystemEvent) -> bool:
@@ -361,7 +359,6 @@ class ConfigWatcher:
 
 
 __all__ = [
-    "INSTANT_FILE_RE",
     "ConfigWatcher",
     "Debouncer",
     "Fingerprint",

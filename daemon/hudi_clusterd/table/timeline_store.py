@@ -1,4 +1,4 @@
-"""Reads and writes a table's active timeline, in the table's timeline layout.
+"""Reads and writes a table's active timeline (or its metadata table's), in the table's timeline layout.
 
 Each state of an instant is its own write-once file. Creating a state checks that the previous state exists,
 and completed files are immutable, so their decoded payloads are cached by name, size and mtime.
@@ -91,7 +91,7 @@ class TimelineStore:
         return f"{self.folder}/{self.file_name(instant)}"
 
     def file_name(self, instant: Instant) -> str:
-        if instant.is_completed and instant.completion_time is None and self._layout.records_completion_time:
+        if instant.completion_time is None and self._layout.names_completion(instant):
             found = self._completed_file(instant)
             if found is None:
                 raise TimelineError(f"instant {instant.time}.{instant.action.value} is not completed on the timeline "
@@ -142,7 +142,7 @@ class TimelineStore:
         return self.storage.read_bytes(self.path(instant))
 
     def exists(self, instant: Instant) -> bool:
-        if instant.is_completed and instant.completion_time is None and self._layout.records_completion_time:
+        if instant.completion_time is None and self._layout.names_completion(instant):
             return self._completed_file(instant, fresh=True) is not None
         return self.storage.exists(self.path(instant))
 
@@ -217,7 +217,7 @@ class TimelineStore:
                     f"cannot move {instant.time}.{instant.action.value} to "
                     f"{instant.state.name.lower()}: its {prev.name.lower()} file is missing"
                 )
-        if instant.is_completed and self._layout.records_completion_time:
+        if self._layout.names_completion(instant):
             done = self._completed_file(instant, fresh=True)
             if done is not None:
                 raise TimelineError(f"instant {instant.time} is completed already: "
@@ -235,6 +235,13 @@ class TimelineStore:
     def delete(self, instant: Instant) -> bool:
         self.before_write()
         return self.storage.delete(self.path(instant))
+
+    def delete_all(self, instant: Instant) -> None:
+        """Every state file of ``instant``: the completed one first, so that it stops counting at once."""
+        if instant.is_completed:
+            self.delete(instant)
+        for state in (State.INFLIGHT, State.REQUESTED):
+            self.delete(instant.with_state(state))
 
 
 def _pending(instant: Instant, state: State) -> list[Instant]:

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hudi_clusterd.domain.instant import (
+    METADATA_TIMES,
     Action,
     Instant,
     State,
@@ -91,3 +92,20 @@ def test_parse_instant_time_pads_legacy_times() -> None:
 def test_instant_rejects_bad_time() -> None:
     with pytest.raises(TimelineError):
         Instant("2024", Action.COMMIT, State.COMPLETED)
+
+
+@pytest.mark.parametrize("name", ["00000000000000010.deltacommit", f"{T}001.compaction.requested",
+                                  f"{T}006_{T}999.rollback"])
+def test_one_parser_reads_metadata_table_times_only_when_told(name: str) -> None:
+    # a metadata table's own times (initialisation, version 6's suffixed times) are no data table's
+    inst = parse_instant_file_name(name, with_completion=True, times=METADATA_TIMES)
+    assert inst is not None and name.startswith(inst.time)
+    if len(inst.time) != 17:
+        with pytest.raises(TimelineError, match="14 or 17 digits"):
+            parse_instant_file_name(name, with_completion=True)
+
+
+@pytest.mark.parametrize("name", [f"{T}.compaction", f"{T}.logcompaction", f"{T}.clustering"])
+def test_a_completed_name_of_an_action_that_completes_as_another_is_no_instant(name: str) -> None:
+    assert parse_instant_file_name(name) is None
+    assert parse_instant_file_name(name, times=METADATA_TIMES) is None

@@ -22,14 +22,15 @@ from hudi_clusterd.domain.commit import CommitMetadata, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
-from hudi_clusterd.ops.commit import IngestionRhythm, complete, declared_file_ids, ingestion_rhythm
+from hudi_clusterd.ops.commit import complete
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import Executor, execute
 from hudi_clusterd.ops.ownership import Ownership
+from hudi_clusterd.ops.pending_writes import IngestionRhythm, declared_file_ids, ingestion_rhythm
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.table.heartbeat import heartbeat_path
-from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.table_ref import TableRef
 from tests.builders import TableGen, clustering_output_file, commit_while, make_policy, scheduled_plan
 
 
@@ -216,11 +217,12 @@ def test_the_rhythm_is_the_median_recent_pause_between_a_completion_and_the_next
 class _OneFilePerGroup:
     """A group runner that writes one small file per plan group."""
 
-    def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
+    def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
                   files: Sequence[BaseFile]) -> list[WriteStat]:
-        return [clustering_output_file(table, instant, plan.input_groups[index].partition_path, f"{index:04d}bbbb")]
+        return [clustering_output_file(table.open_storage(), instant, plan.input_groups[index].partition_path,
+                                       f"{index:04d}bbbb")]
 
-    def cancel(self, table: HoodieTable, instant: str) -> None:
+    def cancel(self, table: TableRef, instant: str) -> None:
         return None
 
     def close(self) -> None:

@@ -33,6 +33,7 @@ from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.table.heartbeat import heartbeat_path
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.markers import create_marker
+from hudi_clusterd.table.table_ref import TableRef
 from tests.builders import TableGen, make_policy
 from tests.support import add_metadata_table
 
@@ -144,26 +145,27 @@ class AttemptsRunner:
     def __init__(self) -> None:
         self.failed: list[Path] = []
 
-    def _write(self, table: HoodieTable, instant: str, partition: str, token: str, index: int) -> WriteStat:
+    def _write(self, table: TableRef, instant: str, partition: str, token: str, index: int) -> WriteStat:
+        storage = table.open_storage()
         file_id = f"{index:08d}-0000-0000-0000-000000000000-0"
         name = f"{file_id}_{token}_{instant}.parquet"
-        create_marker(table.storage, instant, partition, name)
-        path = Path(table.storage.full_path(f"{partition}/{name}"))
+        create_marker(storage, instant, partition, name)
+        path = Path(storage.full_path(f"{partition}/{name}"))
         pq.write_table(pa.table({"x": [1.0]}), path)
         size = path.stat().st_size
         return WriteStat(file_id, f"{partition}/{name}", partition, num_writes=1, num_inserts=1,
                          total_write_bytes=size, file_size_in_bytes=size)
 
-    def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
+    def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
                   files: Sequence[BaseFile]) -> list[WriteStat]:
         partition = plan.input_groups[index].partition_path
         if index == 0:
             lost = self._write(table, instant, partition, "0-7-0", 90)
             assert lost.path is not None
-            self.failed.append(Path(table.storage.full_path(lost.path)))
+            self.failed.append(Path(table.open_storage().full_path(lost.path)))
         return [self._write(table, instant, partition, "0-7-1", index)]
 
-    def cancel(self, table: HoodieTable, instant: str) -> None:
+    def cancel(self, table: TableRef, instant: str) -> None:
         return None
 
     def close(self) -> None:

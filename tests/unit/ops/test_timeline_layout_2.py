@@ -23,7 +23,7 @@ from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.table.hoodie_table import HoodieTable
-from tests.builders import TableGen, make_policy, scheduled_plan
+from tests.builders import FakeClock, TableGen, make_policy, scheduled_plan
 
 
 def _timeline_files(base: Path, prefix: str = "") -> list[str]:
@@ -48,14 +48,27 @@ def test_a_new_version_9_table_has_the_properties_hudi_1_2_writes(tmp_path: Path
     assert cfg.raw["hoodie.table.ordering.fields"] == "ts" and "hoodie.table.precombine.field" not in cfg.raw
     assert cfg.raw["hoodie.table.keygenerator.type"] == "SIMPLE" and "hoodie.table.keygenerator.class" not in cfg.raw
     assert cfg.raw["hoodie.table.format"] == "native" and cfg.raw["hoodie.record.merge.mode"] == "EVENT_TIME_ORDERING"
-    table = HoodieTable.create(str(tmp_path / "t"), cfg)
+    table = HoodieTable.create(str(tmp_path / "t"), cfg, clock=FakeClock())
     assert (tmp_path / "t/.hoodie/timeline/history").is_dir() and not (tmp_path / "t/.hoodie/archived").exists()
     assert table.timeline_store.folder == ".hoodie/timeline" and len(table.timeline()) == 0
 
 
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_new_instant_time_waits_out_the_clock_skew_on_layout_2_through_the_tables_clock(tmp_path: Path,
+                                                                                          version: int) -> None:
+    clock = FakeClock()
+    gen = TableGen(tmp_path / "t", table_version=version, clock=clock)
+    with gen.table.lock():
+        first = gen.table.new_instant_time()
+        assert clock.sleeps == ([0.2] if version == 9 else [])
+        # a time followed by a later one in the same hold of the lock skips it
+        second = gen.table.new_instant_time(skew_wait=False)
+    assert clock.sleeps == ([0.2] if version == 9 else []) and second >= first
+
+
 @pytest.mark.parametrize("version", [8, 9])
 def test_plan_claim_and_commit_write_layout_2s_files(tmp_path: Path, version: int) -> None:
-    gen, t, plan, stats = scheduled_plan(tmp_path, version)
+    gen, t, plan, stats = scheduled_plan(tmp_path, version, clock=FakeClock())
     # The plan is T.clustering.requested in Avro with Hudi 1.x's writer schema; the claim an empty inflight
     assert _timeline_files(gen.base, t) == [f"{t}.clustering.inflight", f"{t}.clustering.requested"]
     record, schema = _avro(gen.base / ".hoodie/timeline" / f"{t}.clustering.requested")
@@ -85,7 +98,7 @@ def test_plan_claim_and_commit_write_layout_2s_files(tmp_path: Path, version: in
 
 
 def test_an_upsert_declared_in_an_avro_workload_profile_is_left_out(tmp_path: Path) -> None:
-    gen, t, plan, stats = scheduled_plan(tmp_path, 9)
+    gen, t, plan, stats = scheduled_plan(tmp_path, 9, clock=FakeClock())
     p1_group = plan.input_groups[0].group_ids()[0]
     # Given a Hudi 1.x upsert whose inflight state (Avro) declares an update of a planned p1 file group
     u = gen.next_time()
@@ -102,7 +115,7 @@ def test_an_upsert_declared_in_an_avro_workload_profile_is_left_out(tmp_path: Pa
 
 
 def test_rollback_writes_an_avro_plan_an_empty_inflight_and_a_completed_rollback(tmp_path: Path) -> None:
-    gen, t, _plan, stats = scheduled_plan(tmp_path, 9)
+    gen, t, _plan, stats = scheduled_plan(tmp_path, 9, clock=FakeClock())
     result = rollback_clustering(gen.table, t)
     assert result is not None
     r = result.rollback_time
@@ -149,7 +162,7 @@ def _upgrade_to_version_9(base: Path) -> None:
 
 def test_a_plan_claimed_on_version_6_commits_in_layout_2_after_an_upgrade_underneath(tmp_path: Path) -> None:
     # Given a plan of ours claimed and executed on a version-6 table
-    gen, t, plan, stats = scheduled_plan(tmp_path, 6)
+    gen, t, plan, stats = scheduled_plan(tmp_path, 6, clock=FakeClock())
     assert (gen.base / ".hoodie" / f"{t}.replacecommit.inflight").exists()
     # When a Hudi 1.x writer upgrades the table to version 9 before our commit
     _upgrade_to_version_9(gen.base)
@@ -174,7 +187,7 @@ def test_a_plan_claimed_on_version_6_commits_in_layout_2_after_an_upgrade_undern
 @pytest.mark.parametrize("version", [6, 9])
 def test_a_plan_of_ours_too_old_to_complete_within_a_day_is_purged_not_run(tmp_path: Path, version: int) -> None:
     # Given a plan of ours requested 25 hours ago (the daemon was down since), never started
-    gen = TableGen(tmp_path / "t", table_version=version)
+    gen = TableGen(tmp_path / "t", table_version=version, clock=FakeClock())
     for i in range(4):
         gen.commit({"p1": [float(i)], "p2": [float(i)]})
     scheduled = schedule(gen.table, make_policy(), force=True)
@@ -211,7 +224,7 @@ class _NoRunner:
 def test_a_write_requested_before_the_plan_and_completed_after_it_wins_its_file_group(tmp_path: Path) -> None:
     # Given our plan T, and a Hudi 1.x upsert that took its instant time u just before T, updated a planned p1
     # file group and completed after T (its completion time is after T; its requested time is not)
-    gen, t, plan, stats = scheduled_plan(tmp_path, 9)
+    gen, t, plan, stats = scheduled_plan(tmp_path, 9, clock=FakeClock())
     table = gen.table
     u = format_instant_time(parse_instant_time(t, table.timeline_tz) - timedelta(milliseconds=1))
     partition, file_id = plan.input_groups[0].group_ids()[0]

@@ -10,13 +10,13 @@ import pytest
 
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.engine.ingest.write_client import start_commit
 from hudi_clusterd.errors import StorageError, TimelineError
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json
 from hudi_clusterd.table.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.markers import create_marker, list_markers, marker_dir
 from hudi_clusterd.table.rollback import rollback_pending, safe_file_of_instant
+from hudi_clusterd.table.write_client import start_commit
 
 DATA = pa.schema([("id", pa.int64()), ("part", pa.string())])
 

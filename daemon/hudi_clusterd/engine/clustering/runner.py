@@ -47,8 +47,9 @@ from hudi_clusterd.formats.avro_schema import (
     strip_meta_fields,
 )
 from hudi_clusterd.formats.bloom import BloomSettings
+from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.base_file_writer import DEFAULT_ROW_GROUP_BYTES, BaseFileWriteSpec
-from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.table_ref import TableRef
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -87,7 +88,7 @@ class GroupLayout:
     data_schema: pa.Schema
 
 
-def job_group_id(table: HoodieTable, instant: str, index: int) -> str:
+def job_group_id(table: TableRef, instant: str, index: int) -> str:
     return f"hudi-clusterd/{table.name}/{instant}/{index}"
 
 
@@ -107,27 +108,26 @@ class SparkGroupRunner:
         self._lock = threading.Lock()
 
     @staticmethod
-    def scan_files(table: HoodieTable, files: Sequence[BaseFile]) -> list[ScanFile]:
+    def scan_files(storage: Storage, files: Sequence[BaseFile]) -> list[ScanFile]:
         """The group's base files as the scan reads them; refuses an empty or truncated one, which Spark's
         reader would silently skip, dropping a damaged file group's rows."""
         out = []
         for bf in files:
             if bf.size < MIN_PARQUET_BYTES:
-                raise ExecutionError(f"{table.storage.full_path(bf.relative_path)}: {bf.size} bytes, not a Parquet "
+                raise ExecutionError(f"{storage.full_path(bf.relative_path)}: {bf.size} bytes, not a Parquet "
                                      "file (empty or truncated)")
             out.append(ScanFile(bf.relative_path, bf.size))
         return out
 
-    def read_group(self, table: HoodieTable, files: Sequence[ScanFile]) -> DataFrame:
+    def read_group(self, storage: Storage, files: Sequence[ScanFile]) -> DataFrame:
         """The group's rows, without the two meta columns the writer sets anyway (``_hoodie_file_name`` is
         rewritten, ``_hoodie_partition_path`` is the group's partition): they would only widen the shuffle."""
-        storage = table.storage
         paths = [literal_read_path(storage.full_path(f.path) if storage.is_local else storage.uri(f.path))
                  for f in files]
         df = self.spark.read.option("mergeSchema", "true").parquet(*paths)
         return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD)
 
-    def output_shape(self, table: HoodieTable, plan: ClusteringPlan, index: int, rows: int,
+    def output_shape(self, storage: Storage, plan: ClusteringPlan, index: int, rows: int,
                      input_bytes: int = 0) -> OutputShape:
         """How many tasks write the group's ``rows`` (from the files they make at the target size), the Arrow
         bytes a row takes in memory and the columns worth a dictionary, from a sample written as the output will
@@ -135,7 +135,6 @@ class SparkGroupRunner:
         times the input's bytes per row, and dictionaries everywhere."""
         group = plan.input_groups[index]
         planned = max(1, group.num_output_file_groups)
-        storage = table.storage
         order = plan.strategy.work_order
         target_file_bytes = order.target_file_max_bytes
         size = output_bytes_per_row(
@@ -152,20 +151,20 @@ class SparkGroupRunner:
             dictionary = (*dictionary, FILE_NAME_FIELD, PARTITION_PATH_FIELD)
         return OutputShape(writing_tasks(n), size.memory, dictionary)
 
-    def layout(self, table: HoodieTable, plan: ClusteringPlan, index: int, files: Sequence[ScanFile]
+    def layout(self, storage: Storage, plan: ClusteringPlan, index: int, files: Sequence[ScanFile]
                ) -> GroupLayout:
         """The group's rows laid out for the writer: sorted runs from a scan of the files (`exchange_layout`)
         where the layout allows, else a Spark DataFrame partitioned and sorted."""
         order: WorkOrder = plan.strategy.work_order
-        df = self.read_group(table, files)
+        df = self.read_group(storage, files)
         data_schema = strip_meta_fields(spark_arrow_schema(df))
         rows = df.count()
-        shape = self.output_shape(table, plan, index, rows, sum(f.size for f in files))
+        shape = self.output_shape(storage, plan, index, rows, sum(f.size for f in files))
         n_out = shape.partitions
         columns = order.sort_columns
         if not columns:
             return GroupLayout(df.repartition(n_out), rows, shape, data_schema)
-        scan = GroupScan(self.spark, executor_base_path(table.storage), tuple(files), df.schema)
+        scan = GroupScan(self.spark, executor_base_path(storage), tuple(files), df.schema)
         runs = exchange_layout(df, scan, columns, order.layout_strategy, order.curve_build_method,
                                order.curve_sample_size, n_out,
                                ranges_per_partition(rows, n_out, shape.memory_bytes_per_row), rows=rows)
@@ -192,7 +191,7 @@ class SparkGroupRunner:
         # the next group run on this pool thread sets its own job group; only the pool is reset here
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
 
-    def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
+    def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
                   files: Sequence[BaseFile]) -> list[WriteStat]:
         group = plan.input_groups[index]
         job_group = job_group_id(table, instant, index)
@@ -204,10 +203,11 @@ class SparkGroupRunner:
         try:
             order = plan.strategy.work_order
             target_file_bytes = order.target_file_max_bytes
-            laid_out = self.layout(table, plan, index, self.scan_files(table, files))
+            storage = table.open_storage()
+            laid_out = self.layout(storage, plan, index, self.scan_files(storage, files))
             rows = laid_out.count
             spec = BaseFileWriteSpec(
-                base_path=executor_base_path(table.storage), instant_time=instant,
+                base_path=executor_base_path(storage), instant_time=instant,
                 data_schema=laid_out.data_schema,
                 avro_schema_json=arrow_to_avro_json(laid_out.data_schema, table.name, with_meta_fields=True),
                 populate_meta_fields=table.config.populate_meta_fields, preserve_meta_fields=True,
@@ -238,7 +238,7 @@ class SparkGroupRunner:
                 self._active.get(instant, set()).discard(job_group)
             self._end_job(job_group)
 
-    def cancel(self, table: HoodieTable, instant: str) -> None:
+    def cancel(self, table: TableRef, instant: str) -> None:
         with self._lock:
             groups = list(self._active.get(instant, ()))
         for job_group in groups:

@@ -31,11 +31,11 @@ import structlog
 
 from hudi_clusterd.domain.instant import Action, Instant
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.engine.ingest.write_client import rollback_failed_writes
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError, TableError
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, sanitize_name
 from hudi_clusterd.formats.bloom import BloomSettings
 from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.write_client import rollback_failed_writes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

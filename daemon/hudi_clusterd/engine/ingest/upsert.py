@@ -38,7 +38,6 @@ from hudi_clusterd.domain.commit import Operation, WriteStat
 from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
 from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.engine.ingest.write_client import complete_commit, start_commit
 from hudi_clusterd.errors import CommitConflictError, ExecutionError, UnsupportedTableError
 from hudi_clusterd.formats.avro_schema import (
     COMMIT_SEQNO_FIELD,
@@ -55,6 +54,7 @@ from hudi_clusterd.table.base_file_writer import (
     BaseFileWriteSpec,
 )
 from hudi_clusterd.table.hoodie_table import PROPERTIES_FILE, HoodieTable
+from hudi_clusterd.table.write_client import complete_commit, start_commit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -4,7 +4,7 @@
 (``hudi_clusterd.engine.ingest.keygen``), casts the data to the table's schema (or refuses it, naming the
 column), deduplicates by record key for ``insert``, sorts by partition path (``bulk_insert``: and record key),
 writes the files with ``hudi_clusterd.engine.files.write_file_groups`` and runs the commit protocol of
-``hudi_clusterd.engine.ingest.write_client`` around the write.
+``hudi_clusterd.table.write_client`` around the write.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import structlog
 from hudi_clusterd.domain.commit import Operation
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.engine.files import executor_base_path, spark_arrow_schema, spark_error_message, write_file_groups
-from hudi_clusterd.engine.ingest.write_client import WriteHandle, abort, complete_commit, start_commit
 from hudi_clusterd.errors import ClusterdError, ExecutionError, TableError
 from hudi_clusterd.formats.avro_schema import (
     META_FIELDS,
@@ -39,6 +38,7 @@ from hudi_clusterd.table.base_file_writer import (
     BaseFileWriteSpec,
 )
 from hudi_clusterd.table.hoodie_table import PROPERTIES_FILE, HoodieTable
+from hudi_clusterd.table.write_client import WriteHandle, abort, complete_commit, start_commit
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

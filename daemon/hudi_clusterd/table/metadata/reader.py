@@ -124,10 +124,11 @@ def is_internal(instant: str) -> bool:
 
 def valid_instants(data_completed: Iterable[str], metadata_completed: Iterable[tuple[str, str]]) -> set[str]:
     """Instant times whose blocks readers merge: the data table's completed instants, and the metadata table's
-    own completed instants (``(time, action)``): initialisation, compactions, rollbacks and suffixed times."""
+    own completed instants (``(time, action)``): initialisation, compactions (completed as commits), rollbacks
+    and suffixed times."""
     out = set(data_completed)
     for time, action in metadata_completed:
-        if is_internal(time) or action in ("commit", "rollback"):
+        if is_internal(time) or action in ("commit", "compaction", "rollback"):
             out.add(time)
     return out
 

@@ -11,7 +11,6 @@ per file.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
 from hudi_clusterd.errors import MetadataDecodeError, MetadataTableError, StorageError
 from hudi_clusterd.formats.hfile import SCHEMA_KEY, read_hfile
@@ -21,36 +20,54 @@ from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.metadata.reader import FileGroupFiles
 
 _CACHE_SIZE = 1024
-_base_schemas: dict[tuple[str, int], str] = {}
-_lock = threading.Lock()
 
 
-def _cached(key: tuple[str, int], read: Callable[[], str]) -> str:
-    with _lock:
-        hit = _base_schemas.get(key)
-    if hit is not None:
-        return hit
-    text = read()
-    with _lock:
-        if len(_base_schemas) >= _CACHE_SIZE:
-            _base_schemas.clear()
-        _base_schemas[key] = text
-    return text
+class SliceSchemas:
+    """The record schemas of one metadata table's file slices. A base HFile never changes, so its schema is read
+    once per file (by path and size) and kept by this object, which its `MetadataTable` owns."""
 
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        """The metadata table's storage."""
+        self._base_schemas: dict[tuple[str, int], str] = {}
+        self._lock = threading.Lock()
 
-def _base_schema(storage: Storage, path: str) -> str:
-    full = storage.full_path(path)
-    info = storage.info(path)
-    size = info.size if info is not None else -1
+    def of(self, files: FileGroupFiles, default: rec.RecordSchema) -> rec.RecordSchema:
+        """The record schema of the latest slice of one metadata file group: its latest base HFile's, else its
+        newest log block's, else ``default``."""
+        text: str | None = None
+        if files.bases:
+            _instant, path = max(files.bases)
+            text = self._base_schema(path)
+        else:
+            text = _latest_log_schema(self.storage, files)
+        if text is None:
+            return default
+        try:
+            return rec.schema_from_block(text)
+        except MetadataDecodeError as e:
+            raise MetadataTableError(f"{self.storage.full_path()}: a metadata file slice carries a record schema "
+                                     f"the daemon cannot write ({e})") from e
 
-    def read() -> str:
+    def _base_schema(self, path: str) -> str:
+        storage = self.storage
+        full = storage.full_path(path)
+        info = storage.info(path)
+        key = (full, info.size if info is not None else -1)
+        with self._lock:
+            hit = self._base_schemas.get(key)
+        if hit is not None:
+            return hit
         contents = read_hfile(storage.read_bytes(path), source=full)
         raw = contents.file_info.get(SCHEMA_KEY)
         if raw is None:
             raise MetadataTableError(f"{full}: metadata base file names no record schema (file info {SCHEMA_KEY!r})")
-        return raw.decode("utf-8")
-
-    return _cached((full, size), read)
+        text = raw.decode("utf-8")
+        with self._lock:
+            if len(self._base_schemas) >= _CACHE_SIZE:
+                self._base_schemas.clear()
+            self._base_schemas[key] = text
+        return text
 
 
 def _latest_log_schema(storage: Storage, files: FileGroupFiles) -> str | None:
@@ -67,20 +84,3 @@ def _latest_log_schema(storage: Storage, files: FileGroupFiles) -> str | None:
                 return schema
     return None
 
-
-def slice_record_schema(storage: Storage, files: FileGroupFiles, default: rec.RecordSchema) -> rec.RecordSchema:
-    """The record schema of the latest slice of one metadata file group (``storage`` is rooted at the metadata
-    table): its latest base HFile's, else its newest log block's, else ``default``."""
-    text: str | None = None
-    if files.bases:
-        _instant, path = max(files.bases)
-        text = _base_schema(storage, path)
-    else:
-        text = _latest_log_schema(storage, files)
-    if text is None:
-        return default
-    try:
-        return rec.schema_from_block(text)
-    except MetadataDecodeError as e:
-        raise MetadataTableError(f"{storage.full_path()}: a metadata file slice carries a record schema the daemon "
-                                 f"cannot write ({e})") from e

@@ -9,6 +9,7 @@ import re
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
@@ -18,8 +19,9 @@ from hudi_clusterd.formats.avro import encode_commit_metadata_v2
 from hudi_clusterd.formats.log import LogFileName, decode_log_file
 from hudi_clusterd.storage import FileInfo, Storage, is_stale_temp_file
 from hudi_clusterd.table.metadata.writer import MetadataTable
+from tests.builders import small_table
 from tests.support import METADATA_INIT as INIT
-from tests.support import new_metadata_table
+from tests.support import add_metadata_table, new_metadata_table
 
 T = "20261126010101000"
 R = "20261126010202000"
@@ -169,3 +171,36 @@ def test_a_rollback_after_the_metadata_table_was_compacted_past_it_is_refused(tm
     with pytest.raises(MetadataTableError, match=f"compacted by {compaction}.*Restore"):
         mdt.rollback(T, R)
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_a_table_handle_keeps_one_metadata_table_with_its_prepared_column_ranges(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a table whose properties gained a metadata table (columns indexed) after it was opened
+    gen = small_table(tmp_path, commits=1)
+    add_metadata_table(gen.base)
+    props = gen.base / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text().replace("metadata.partitions=files", "metadata.partitions=files,column_stats"))
+    assert gen.table.metadata_table() is None
+    # When the table is checked, its metadata table is built once and prepares a new file's column ranges
+    with pytest.raises(MetadataTableError, match="column_stats has no file group"):
+        gen.table.check_clusterable()
+    mdt = gen.table.metadata_table()
+    assert mdt is not None and gen.table.metadata_table() is mdt
+    bf = gen.table.list_base_files()[0]
+    ws = WriteStat(file_id=bf.file_id, path=bf.relative_path, partition_path=bf.partition_path,
+                   file_size_in_bytes=bf.size)
+    schema = gen.table.latest_schema()
+    assert schema
+    mdt.prepare(schema, [ws])
+    # Then the commit of the same handle finds them without reading the footer again
+    footers: list[object] = []
+    monkeypatch.setattr(pq, "ParquetFile", lambda f: footers.append(f))
+    meta = CommitMetadata({bf.partition_path: (ws,)}, {"schema": schema}, Operation.CLUSTER)
+    assert gen.table.metadata_table() is mdt
+    assert mdt.indexes.records("20990101000000000", meta, {}, [])["column_stats"]
+    assert footers == []
+    # and a change of the table's properties gives the handle a new metadata table
+    props.write_text(props.read_text() + "hoodie.some.key=1\n")
+    with pytest.raises(MetadataTableError):
+        gen.table.check_clusterable()
+    assert gen.table.metadata_table() is not mdt

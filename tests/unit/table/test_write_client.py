@@ -12,19 +12,19 @@ import pytest
 from hudi_clusterd.domain.commit import Operation, WriteStat
 from hudi_clusterd.domain.instant import Action, Instant, State, format_instant_time
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.engine.ingest.write_client import (
-    WRITER_KEY,
-    abort,
-    complete_commit,
-    rollback_failed_writes,
-    start_commit,
-)
 from hudi_clusterd.errors import ExecutionError, TableError, TimelineError
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json
 from hudi_clusterd.table.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds
 from hudi_clusterd.table.heartbeat import heartbeat_expired, heartbeat_path
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.markers import marker_dir
+from hudi_clusterd.table.write_client import (
+    WRITER_KEY,
+    abort,
+    complete_commit,
+    rollback_failed_writes,
+    start_commit,
+)
 
 DATA = pa.schema([("id", pa.int64())])
 SCHEMA = arrow_to_avro_json(DATA, "t")
