@@ -17,7 +17,7 @@ MAX_MODULE_LINES = 400
 # from its hoodie.properties (TableConfig).
 FORMAT_SELECTION = ("formats/", "domain/table_config.py", "domain/timeline_layout.py")
 _VERSION_COMPARISON = re.compile(
-    r"(?:table_version|\.version|timeline_layout|layout_version)\s*(?:[<>]=?|[!=]=)\s*\d"
+    r"(?:\bversion|table_version|\.version|timeline_layout|layout_version)\s*(?:[<>]=?|[!=]=)\s*\d"
     r"|\d\s*(?:[<>]=?|[!=]=)\s*\S*(?:table_version|\.version\b|layout_version)"
     r"|records_completion_time")
 _STORAGE_INTERNALS = re.compile(r"\bpyarrow\.fs\b|\bpafs\b|\bis_local\b|\.fs\.")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from hudi_clusterd.domain.commit import CommitMetadata
 from hudi_clusterd.domain.instant import Action, Instant, State
@@ -21,35 +21,13 @@ from hudi_clusterd.domain.plan import RequestedReplaceMetadata
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.domain.timeline_layout import LAYOUT_1, META_FOLDER, TimelineLayout
 from hudi_clusterd.errors import TimelineError
-from hudi_clusterd.formats.avro import (
-    decode_commit_metadata_v2,
-    decode_requested_replace,
-    encode_commit_metadata_v2,
-    encode_requested_replace,
-    encode_requested_replace_v2,
-)
+from hudi_clusterd.formats.avro import decode_requested_replace
+from hudi_clusterd.formats.timeline import TimelineSerde, serde_of
 from hudi_clusterd.storage import FileInfo, Storage
 
 TEMP_FOLDER = f"{META_FOLDER}/.temp"
 
 __all__ = ["META_FOLDER", "TEMP_FOLDER", "TimelineSerde", "TimelineStore", "serde_of"]
-
-
-@dataclass(frozen=True, slots=True)
-class TimelineSerde:
-    """How one timeline layout encodes commit metadata and clustering plans."""
-
-    encode_commit: Callable[[CommitMetadata], bytes]
-    decode_commit: Callable[[bytes, str], CommitMetadata]
-    encode_plan: Callable[[RequestedReplaceMetadata], bytes]
-
-
-_SERDE_V1 = TimelineSerde(CommitMetadata.to_json_bytes, CommitMetadata.from_json_bytes, encode_requested_replace)
-_SERDE_V2 = TimelineSerde(encode_commit_metadata_v2, decode_commit_metadata_v2, encode_requested_replace_v2)
-
-
-def serde_of(layout: TimelineLayout) -> TimelineSerde:
-    return _SERDE_V2 if layout.records_completion_time else _SERDE_V1
 
 
 class TimelineStore:

@@ -10,7 +10,10 @@ the format instead of comparing version numbers:
 - which columns are indexed (0.15's rule, or 1.x's with index definitions), whether Spark's list paths are named
   ``.list.element``, whether values carry value types by default (index version V2: version 9), whether the
   column statistics carry ``isTightBound``/``valueType`` and records ``SecondaryIndexMetadata`` (1.x), and
-  whether partition statistics exist (1.x).
+  whether partition statistics exist (1.x);
+- how a deltacommit lays out its files: 1.x writes a new log file per instant (named after the instant, version
+  1), 0.15 the next log version of the slice's base instant, and records the written files in the inflight
+  state's write stats; 0.15 names the metadata table's own rollback of ``R`` ``R006``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ class MetadataRecordFormat:
     (a schema without them drops them when encoding)."""
     partition_stats: bool
     """The ``partition_stats`` partition exists for this version."""
+    log_file_per_instant: bool
+    """A deltacommit writes a new log file named after its own instant (1.x); else it appends the next log version
+    to the slice's base instant (0.15)."""
+    inflight_write_stats: bool
+    """The deltacommit's inflight state lists the files it will write (0.15); 1.x leaves it empty."""
+    rollback_suffix: str
+    """What the metadata table's own rollback of data rollback ``R`` appends to ``R`` (0.15: ``006``)."""
 
     @property
     def schema(self) -> RecordSchema:
@@ -51,13 +61,16 @@ class MetadataRecordFormat:
 
 HUDI_0_15 = MetadataRecordFormat(
     table_version=6, release="0.15", schema_release="v6", index_definitions=False, value_types_by_default=False,
-    legacy_column_selection=True, list_element_paths=False, hudi_1_fields=False, partition_stats=False)
+    legacy_column_selection=True, list_element_paths=False, hudi_1_fields=False, partition_stats=False,
+    log_file_per_instant=False, inflight_write_stats=True, rollback_suffix="006")
 HUDI_1_0 = MetadataRecordFormat(
     table_version=8, release="1.0", schema_release="v8", index_definitions=True, value_types_by_default=False,
-    legacy_column_selection=False, list_element_paths=True, hudi_1_fields=True, partition_stats=True)
+    legacy_column_selection=False, list_element_paths=True, hudi_1_fields=True, partition_stats=True,
+    log_file_per_instant=True, inflight_write_stats=False, rollback_suffix="")
 HUDI_1_2 = MetadataRecordFormat(
     table_version=9, release="1.2", schema_release="v9", index_definitions=True, value_types_by_default=True,
-    legacy_column_selection=False, list_element_paths=True, hudi_1_fields=True, partition_stats=True)
+    legacy_column_selection=False, list_element_paths=True, hudi_1_fields=True, partition_stats=True,
+    log_file_per_instant=True, inflight_write_stats=False, rollback_suffix="")
 
 
 def for_table_version(table_version: int) -> MetadataRecordFormat:
