@@ -27,7 +27,7 @@ from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.domain.timeline_layout import DEFAULT_HISTORY_PATH
 from hudi_clusterd.errors import MetadataDecodeError, StorageError, TableError, TimelineError
 from hudi_clusterd.formats.java_properties import format_properties, parse_properties
-from hudi_clusterd.lock import LockOptions, TableLock
+from hudi_clusterd.lock import FileSystemLockProvider, Lease, LockProvider
 from hudi_clusterd.storage import FileInfo, Storage
 from hudi_clusterd.table.footers import FooterRanges
 from hudi_clusterd.table.metadata.writer import MetadataTable
@@ -47,11 +47,11 @@ tables of timeline layout 2, whose readers order instants by completion time."""
 class HoodieTable:
     """One copy-on-write table (version 6, 8 or 9)."""
 
-    def __init__(self, storage: Storage, config: TableConfig, *, lock_options: LockOptions | None = None) -> None:
+    def __init__(self, storage: Storage, config: TableConfig, *, lock_provider: LockProvider | None = None) -> None:
         self.storage = storage
         self.config = config
-        self.lock_options = lock_options or LockOptions()
-        self._locks = threading.local()  # the TableLock this thread holds, if any
+        self.lock_provider = lock_provider or FileSystemLockProvider(storage)
+        self._locks = threading.local()  # the Lease this thread holds, if any
         self.timeline_store = TimelineStore(storage, before_write=self.verify_lock, layout=config.timeline_layout,
                                             completion_time=self._completion_time)
         self.footer_ranges = FooterRanges(storage)
@@ -64,8 +64,10 @@ class HoodieTable:
 
     @classmethod
     def open(cls, base_path: str, storage: Storage | None = None, *,
-             lock_options: LockOptions | None = None) -> HoodieTable:
-        """Open an existing table; refuses versions, layouts and types this daemon does not support."""
+             lock_provider: LockProvider | None = None) -> HoodieTable:
+        """Open an existing table; refuses versions, layouts and types this daemon does not support.
+
+        ``lock_provider`` takes the table's lock (default: the file lock in the table's ``.hoodie``)."""
         storage = storage or Storage(base_path)
         source = storage.full_path(PROPERTIES_FILE)
         if not storage.exists(PROPERTIES_FILE):
@@ -75,7 +77,7 @@ class HoodieTable:
             raise TableError(f"{source}: missing; {storage.base_uri} is not a Hudi table")
         config = _read_config(storage)
         config.check_readable(source)
-        return cls(storage, config, lock_options=lock_options)
+        return cls(storage, config, lock_provider=lock_provider)
 
     def check_clusterable(self) -> None:
         """Re-read ``hoodie.properties`` (a writer may have changed it since the table was opened), follow a
@@ -213,16 +215,13 @@ class HoodieTable:
         now = now or datetime.now(tz)
         return max(0.0, (now - parse_instant_time(time, tz)).total_seconds())
 
-    def table_lock(self) -> TableLock:
-        return TableLock(self.storage, self.lock_options)
-
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the table lock; every timeline write this thread makes meanwhile first checks it is still held."""
         if getattr(self._locks, "held", None) is not None:
             raise TableError(f"{self.storage.base_uri}: the table lock is already held by this thread")
-        with self.table_lock().held() as held:
-            self._locks.held = held
+        with self.lock_provider.acquire() as lease:
+            self._locks.held = lease
             try:
                 yield
             finally:
@@ -230,9 +229,9 @@ class HoodieTable:
 
     def verify_lock(self) -> None:
         """Before a timeline write: when this thread holds the table lock, check no other writer took it."""
-        held: TableLock | None = getattr(self._locks, "held", None)
-        if held is not None:
-            held.verify()
+        lease: Lease | None = getattr(self._locks, "held", None)
+        if lease is not None:
+            lease.verify()
 
     def pending_clustering_plans(self, timeline: Timeline | None = None) -> list[PendingPlan]:
         """Pending (requested or inflight) replacecommits whose requested file is a clustering plan.
