@@ -61,6 +61,7 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_STALE_S = 120.0
 HOLDER = "hudi-clusterd"
 
+
 @dataclass(frozen=True, slots=True)
 class LockOptions:
     """How the daemon takes a table's lock.
