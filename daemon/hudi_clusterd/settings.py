@@ -47,6 +47,7 @@ from typing import Any
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError
 from hudi_clusterd.formats.java_properties import parse_properties_document
+from hudi_clusterd.lock.registry import lock_problems, lock_properties
 from hudi_clusterd.settings_keys import DAEMON_KEYS, LogFormat, WatchMode, settings_reference
 
 __all__ = [
@@ -67,11 +68,13 @@ _TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 
 @dataclass(frozen=True, slots=True)
 class TableSpec:
-    """One table the daemon serves: a unique name, its base path and its clustering policy."""
+    """One table the daemon serves: a unique name, its base path, its clustering policy and its writers' lock
+    (the ``hoodie.write.lock.*`` keys, see :mod:`hudi_clusterd.lock.registry`)."""
 
     name: str
     base_path: str
     policy: ClusteringPolicy
+    lock_properties: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +210,8 @@ def settings_from_properties(
         default_problems = set(exc.problems)
         problems.extend(f"hoodie.* defaults: {p}" for p in exc.problems)
         default_warnings = []
+    default_lock_problems = lock_problems(hoodie)
+    problems.extend(f"hoodie.* defaults: {p}" for p in default_lock_problems)
 
     names = [n.strip() for n in merged.get("clusterd.tables", "").split(",") if n.strip()]
     tables: list[TableSpec] = []
@@ -221,11 +226,14 @@ def settings_from_properties(
             except ConfigError as exc:
                 problems.extend(f"table {name}: {p}" for p in exc.problems if p not in default_problems)
                 policy = None
+        table_hoodie = {**hoodie, **table_overrides.get(name, {})}
+        problems.extend(f"table {name}: {p}" for p in lock_problems(table_hoodie) if p not in default_lock_problems)
         raw_path, is_override = table_paths.get(name, ("", False))
         if not raw_path:
             problems.append(f"table {name}: clusterd.table.{name}.base.path is not set")
         elif policy is not None:
-            tables.append(TableSpec(name, _normalise(raw_path, None if is_override else base_dir), policy))
+            tables.append(TableSpec(name, _normalise(raw_path, None if is_override else base_dir), policy,
+                                    lock_properties(table_hoodie)))
     for orphan in sorted((set(table_paths) | set(table_overrides)) - set(names)):
         problems.append(f"clusterd.table.{orphan}.*: table {orphan!r} is not listed in clusterd.tables")
 
@@ -235,7 +243,7 @@ def settings_from_properties(
         if not name or name.endswith(":"):
             problems.append(f"--base-path {raw_path!r}: cannot name a table after this path")
         elif default_policy is not None:
-            tables.append(TableSpec(name, base, default_policy))
+            tables.append(TableSpec(name, base, default_policy, lock_properties(hoodie)))
     _check_unique(tables, problems)
     if not tables and not problems:
         problems.append("no tables: list them in clusterd.tables or pass --base-path")

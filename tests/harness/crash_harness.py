@@ -44,7 +44,8 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import CommitConflictError
 from hudi_clusterd.formats.avro import decode_requested_replace
 from hudi_clusterd.formats.bloom import BloomSettings
-from hudi_clusterd.lock import LOCK_FILE, LockOptions, TableLock
+from hudi_clusterd.lock import LOCK_FILE, FileSystemLockProvider, LockOptions
+from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import make_policy
 from tests.harness.apache_hudi import HudiWorker
@@ -269,7 +270,8 @@ class Ingestor:
         self._thread: threading.Thread | None = None
         HoodieTable.create(str(base), TableConfig.for_new_table(
             name="events", record_key_fields=["id"], partition_fields=["part"]))
-        self.table = HoodieTable.open(str(base), lock_options=LockOptions(timeout_s=120, stale_s=LOCK_STALE_S))
+        self.table = HoodieTable.open(str(base), lock_provider=FileSystemLockProvider(
+            Storage(str(base)), LockOptions(timeout_s=120, stale_s=LOCK_STALE_S)))
         self._write(list(range(HOT_KEYS)), upsert=False)
 
     def _write(self, ids: list[int], *, upsert: bool) -> str:
@@ -702,7 +704,7 @@ def check_recovered(base: Path, expected: list[dict[str, Any]], what: str) -> li
     left = left_behind(base)
     assert not left, f"{what}: left behind after recovery: {left}"
     options = LockOptions(timeout_s=LOCK_STALE_S + 10, stale_s=LOCK_STALE_S)
-    lock = TableLock(HoodieTable.open(str(base)).storage, options)
+    lock = FileSystemLockProvider(HoodieTable.open(str(base)).storage, options)
     with lock.held():
         pass
     assert_plans_disjoint(base)
@@ -764,7 +766,8 @@ def recover_with_execute(spark: Any, base: Path, policy: ClusteringPolicy) -> li
     from hudi_clusterd.ops.execute import execute_pending
     from hudi_clusterd.ordering.figures import clustering_figures
 
-    table = HoodieTable.open(str(base), lock_options=LockOptions(timeout_s=120, stale_s=LOCK_STALE_S))
+    table = HoodieTable.open(str(base), lock_provider=FileSystemLockProvider(
+        Storage(str(base)), LockOptions(timeout_s=120, stale_s=LOCK_STALE_S)))
     runner = SparkGroupRunner(spark, owns_session=False)
     outcomes: list[str] = []
     for _ in range(10):
@@ -1300,7 +1303,7 @@ def check_stream_recovered(worker: HudiWorker, base: Path, table_name: str, expe
     left = left_behind(base, stream_pending_work)
     assert not left, f"{what}: left behind after recovery: {left}"
     options = LockOptions(timeout_s=LOCK_STALE_S + 10, stale_s=LOCK_STALE_S)
-    lock = TableLock(HoodieTable.open(str(base)).storage, options)
+    lock = FileSystemLockProvider(HoodieTable.open(str(base)).storage, options)
     with lock.held():
         pass
     plans = assert_plans_disjoint(base)

@@ -87,7 +87,9 @@ def _worker(settings: SettingsHolder[Settings], runner: RecordingRunner, storage
     worker = TableWorker("t", Daemon(settings, runner, NoObserver()))
     if storage is not None:
         worker._table_key = TableWorker.table_key(settings.current, settings.current.table("t"))
-        worker.table = HoodieTable.open(storage.base_uri, storage, lock_options=worker._table_key[1])
+        spec = settings.current.table("t")
+        worker.table = HoodieTable.open(storage.base_uri, storage, lock_provider=worker.daemon.lock_provider(
+            settings.current, spec, storage))
     return worker
 
 

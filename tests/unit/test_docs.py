@@ -7,6 +7,7 @@ import html
 import pytest
 
 from hudi_clusterd.domain.policy_keys import policy_reference
+from hudi_clusterd.lock import lock_reference
 from hudi_clusterd.settings import settings_reference
 from tests.support import REPO_ROOT
 
@@ -14,7 +15,7 @@ CONFIGURATION = REPO_ROOT / "docs" / "configuration.md"
 REFERENCE = CONFIGURATION.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize(("key", "default", "meaning"), [*policy_reference(), *settings_reference()],
+@pytest.mark.parametrize(("key", "default", "meaning"), [*policy_reference(), *lock_reference(), *settings_reference()],
                          ids=lambda v: str(v)[:60])
 def test_configuration_reference_lists_every_key_with_its_default(key: str, default: str | None,
                                                                   meaning: str) -> None:

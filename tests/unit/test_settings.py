@@ -246,6 +246,32 @@ def test_load_settings_per_table_policy_overrides_defaults(tmp_path: Path) -> No
     assert a.policy is settings.default_policy
 
 
+def test_load_settings_reads_each_tables_write_lock_keys_and_refuses_a_lock_it_cannot_take(tmp_path: Path) -> None:
+    lock_path, provider = "hoodie.write.lock.filesystem.path", "hoodie.write.lock.provider"
+    zookeeper = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
+    # Given the writers' lock keys as defaults, overridden for one table
+    text = (
+        "clusterd.tables=a,b\nclusterd.table.a.base.path=/a\nclusterd.table.b.base.path=/b\n"
+        f"{lock_path}=/locks/all\nclusterd.table.b.{lock_path}=/locks/b\n"
+    )
+    a, b = load_settings(write(tmp_path, text))[0].tables
+    # Then each table carries its own, outside the clustering policy
+    assert a.lock_properties == ((lock_path, "/locks/all"),)
+    assert b.lock_properties == ((lock_path, "/locks/b"),)
+    assert a.policy == b.policy
+    # And a lock the daemon cannot take is refused when the settings are read, once per place it is set
+    text += f"clusterd.table.a.{provider}={zookeeper}\nclusterd.table.b.{lock_path}=locks\n"
+    assert sorted(load_problems(write(tmp_path, text))) == [
+        f"table a: {provider}: {zookeeper} is not supported yet; use "
+        "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider (on a local or mounted file system) "
+        "for the table's writers and the daemon",
+        f"table b: {lock_path}: must be an absolute path or a URI (a folder holding the lock file), got 'locks'",
+    ]
+    assert load_problems(write(tmp_path, f"clusterd.tables=a\nclusterd.table.a.base.path=/a\n{lock_path}=x\n")) \
+        == [f"hoodie.* defaults: {lock_path}: must be an absolute path or a URI (a folder holding the lock file), "
+            "got 'x'"]
+
+
 def test_load_settings_policy_warnings_not_repeated_per_table(tmp_path: Path) -> None:
     text = (
         "clusterd.tables=a,b\nclusterd.table.a.base.path=/a\nclusterd.table.b.base.path=/b\n"

@@ -8,30 +8,35 @@ from pathlib import Path
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError
 from hudi_clusterd.formats.java_properties import parse_properties
-from hudi_clusterd.lock import LockOptions
+from hudi_clusterd.lock import lock_provider_from_properties
+from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
+
+
+def load_properties(path: str | None) -> dict[str, str]:
+    """The keys of a ``.properties`` file; none when ``path`` is None."""
+    if path is None:
+        return {}
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the properties file ({e.strerror or e})") from e
+    return parse_properties(text, str(p))
 
 
 def load_policy(path: str | None) -> ClusteringPolicy:
     """The clustering policy of a ``.properties`` file (Hudi's keys), or Hudi's defaults when ``path`` is None.
 
     Warnings (unknown or deprecated keys) go to stderr, one per line."""
-    props: dict[str, str] = {}
-    source = "(defaults)"
-    if path is not None:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot read the properties file ({e.strerror or e})") from e
-        source = str(p)
-        props = parse_properties(text, source)
-    policy, warnings = parse_policy(props, source=source)
+    policy, warnings = parse_policy(load_properties(path), source="(defaults)" if path is None else str(Path(path)))
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     return policy
 
 
-def open_table(base_path: str, policy: ClusteringPolicy) -> HoodieTable:
-    """The table, locked the way its writers lock it (``hoodie.write.lock.filesystem.*`` of the policy)."""
-    return HoodieTable.open(base_path, lock_options=LockOptions.for_policy(policy))
+def open_table(base_path: str, props_path: str | None) -> HoodieTable:
+    """The table, locked the way its writers lock it (the ``hoodie.write.lock.*`` keys of the properties file)."""
+    storage = Storage(base_path)
+    lock = lock_provider_from_properties(load_properties(props_path), storage)
+    return HoodieTable.open(base_path, storage, lock_provider=lock)

@@ -102,7 +102,7 @@ def _run_plan(args: argparse.Namespace, policy: ClusteringPolicy, snapshot: Tabl
 
 def run_execute(args: argparse.Namespace) -> int:
     policy = load_policy(args.props)
-    table = open_table(args.base_path, policy)
+    table = open_table(args.base_path, args.props)
     table.check_clusterable()  # before Spark starts: the table, and its pending plans, can be worked on
     table.pending_clustering_plans()
     runner = _runner(args)
@@ -116,7 +116,7 @@ def run_execute(args: argparse.Namespace) -> int:
 
 def run_cluster(args: argparse.Namespace) -> int:
     policy = load_policy(args.props)
-    table = open_table(args.base_path, policy)
+    table = open_table(args.base_path, args.props)
     ownership = Ownership()
     scheduled = schedule(table, policy, force=args.force, claim_with=ownership)
     if scheduled.pending is None:

@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--base-path", required=True, help="the table's base path")
     p.add_argument("--instant", required=True, help="the clustering instant time")
-    p.add_argument("--props", help="properties file naming the writers' lock (hoodie.write.lock.filesystem.*)")
+    p.add_argument("--props", help="properties file naming the writers' lock (hoodie.write.lock.*)")
     p.add_argument("--purge", action="store_true", help="also delete the requested plan")
     p.add_argument("--force", action="store_true",
                    help="roll back even if a live executor seems to own it, or its plan cannot be read")
@@ -28,7 +28,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    table = open_table(args.base_path, load_policy(args.props))
+    load_policy(args.props)  # a file with invalid keys is refused, as for the other commands
+    table = open_table(args.base_path, args.props)
     inst = table.timeline().find(args.instant, Action.CLUSTERING)
     if inst is None:
         raise PlanError(f"no replacecommit {args.instant} on the timeline of {table.base_path}")

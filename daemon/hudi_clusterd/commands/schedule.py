@@ -66,7 +66,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.props)
-    table = open_table(args.base_path, policy)
+    table = open_table(args.base_path, args.props)
     result = schedule(table, policy, force=args.force, dry_run=args.dry_run)
     if args.json:
         print(json.dumps(result_json(result, args.dry_run), indent=2))

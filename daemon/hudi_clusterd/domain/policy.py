@@ -83,8 +83,6 @@ class ClusteringPolicy:
     bloom_num_entries: int
     bloom_fpp: float
     bloom_dynamic_max_entries: int
-    lock_path: str | None
-    lock_expire_minutes: int
 
     def __post_init__(self) -> None:
         problems = [message for _, message in _invariant_problems(self)]

@@ -153,9 +153,6 @@ class ClusteringKey(StrEnum):
     BLOOM_NUM_ENTRIES = "hoodie.index.bloom.num_entries"
     BLOOM_FPP = "hoodie.index.bloom.fpp"
     BLOOM_DYNAMIC_MAX_ENTRIES = "hoodie.bloom.index.filter.dynamic.max.entries"
-    # The writers' file-system lock, which the daemon takes too.
-    LOCK_PATH = "hoodie.write.lock.filesystem.path"
-    LOCK_EXPIRE = "hoodie.write.lock.filesystem.expire"
     # Writer-side switches: recognised (no unknown-key warning) but they do not change what the daemon does.
     INLINE = "hoodie.clustering.inline"
     SCHEDULE_INLINE = "hoodie.clustering.schedule.inline"
@@ -184,15 +181,6 @@ def _bloom_type(raw: str) -> str:
     text = raw.strip().upper()
     if text not in ("SIMPLE", "DYNAMIC_V0"):
         raise ValueError(f"must be SIMPLE or DYNAMIC_V0, got {raw!r}")
-    return text
-
-
-def _lock_folder(raw: str) -> str | None:
-    text = raw.strip()
-    if not text:
-        return None
-    if not (text.startswith(("/", "file:")) or "://" in text):
-        raise ValueError(f"must be an absolute path or a URI (a folder holding the lock file), got {raw!r}")
     return text
 
 
@@ -351,12 +339,6 @@ KEY_SPECS: dict[ClusteringKey, KeySpec] = {
         "0.000000001", _fraction, "False-positive rate the bloom filter is sized for.", "bloom_fpp"),
     K.BLOOM_DYNAMIC_MAX_ENTRIES: KeySpec(
         "100000", _int, "DYNAMIC_V0: keys after which the filter stops growing.", "bloom_dynamic_max_entries", 1),
-    K.LOCK_PATH: KeySpec(
-        None, _lock_folder, "Folder of the writers' FileSystemBasedLockProvider lock file (absolute path or URI); "
-        "unset = the table's .hoodie. The daemon holds <folder>/lock and .hoodie/.aux/lock.", "lock_path"),
-    K.LOCK_EXPIRE: KeySpec(
-        "0", _int, "Minutes after which the writers treat a lock file nobody refreshed as dead (0 = never, Hudi's "
-        "default); the daemon takes over a Hudi writer's lock file only after this.", "lock_expire_minutes", 0),
     K.INLINE: KeySpec("false", _anything, _WRITER_ONLY, aliases=(_DS + "inline.enable",)),
     K.SCHEDULE_INLINE: KeySpec("false", _anything, _WRITER_ONLY),
     K.ASYNC_ENABLED: KeySpec("false", _anything, _WRITER_ONLY, aliases=(_DS + "async.enable",)),

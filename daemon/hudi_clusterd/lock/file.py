@@ -1,4 +1,5 @@
-"""The table lock: the lock files Apache Hudi's ``FileSystemBasedLockProvider`` uses, held with an owner.
+"""The file-system lock provider: the lock files Apache Hudi's ``FileSystemBasedLockProvider`` uses, held with an
+owner.
 
 Hudi's writers lock a table by creating ``<hoodie.write.lock.filesystem.path>/lock`` (default ``.hoodie/lock``);
 its utilities, Spark SQL procedures and Flink use ``.hoodie/.aux/lock`` instead. The daemon creates both (in that
@@ -11,12 +12,13 @@ Rules that keep Hudi's writers and the daemon from both entering the critical se
   writers' own expiry (``hoodie.write.lock.filesystem.expire`` minutes for the main file, 0 = never, Hudi's
   default; one minute for ``.hoodie/.aux/lock``, as Hudi's utilities set it): exactly when Hudi itself would
   delete it.
-- A lock file of another daemon process is kept fresh by that process's heartbeat; one whose modification
-  time is older than ``stale_s`` belongs to a dead process and is taken over (renamed away, which one contender
-  wins, then created afresh). The heartbeat runs often enough that Hudi's expiry never fires on a live holder.
+- A lock file of another daemon lease (another process, or another handle of this one) is kept fresh by that
+  lease's heartbeat; one whose modification time is older than ``stale_s`` belongs to a dead holder and is taken
+  over (renamed away, which one contender wins, then created afresh). The heartbeat runs often enough that
+  Hudi's expiry never fires on a live holder.
 - Hudi's provider is best-effort: a Hudi 0.15 write client that failed to get the lock deletes the lock file on
   close, whoever holds it. So the holder re-checks that every file still names it right before each timeline
-  write (:meth:`TableLock.verify`, called by :class:`~hudi_clusterd.table.timeline_store.TimelineStore`) and
+  write (:meth:`FileLease.verify`, called by :class:`~hudi_clusterd.table.timeline_store.TimelineStore`) and
   stops with ``LockError`` when it does not.
 
 Only local file systems create a file atomically through this process's storage layer; other storage (HDFS
@@ -33,15 +35,17 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import TracebackType
 
 import structlog
 
-from hudi_clusterd.domain.policy import ClusteringPolicy
+from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import LockError, StorageError
+from hudi_clusterd.lock.provider import LocalMutexes
 from hudi_clusterd.storage import Storage
 
 log = structlog.get_logger(__name__)
@@ -51,18 +55,11 @@ LOCK_FILE = ".hoodie/lock"
 AUX_LOCK_FILE = ".hoodie/.aux/lock"
 AUX_EXPIRE_S = 60.0
 """Hudi's utilities and SQL procedures lock ``.hoodie/.aux/lock`` with ``hoodie.write.lock.filesystem.expire=1``."""
+PATH_KEY = "hoodie.write.lock.filesystem.path"
+EXPIRE_KEY = "hoodie.write.lock.filesystem.expire"
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_STALE_S = 120.0
 HOLDER = "hudi-clusterd"
-
-# One in-process mutex per lock file, so threads of one process queue up instead of spinning on the file.
-_PROCESS_LOCKS: dict[str, threading.Lock] = {}
-_PROCESS_LOCKS_GUARD = threading.Lock()
-
-
-def _process_lock(key: str) -> threading.Lock:
-    with _PROCESS_LOCKS_GUARD:
-        return _PROCESS_LOCKS.setdefault(key, threading.Lock())
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +74,36 @@ class LockOptions:
     path: str | None = None
     expire_minutes: int = 0
 
-    @classmethod
-    def for_policy(cls, policy: ClusteringPolicy, timeout_s: float = DEFAULT_TIMEOUT_S,
-                   stale_s: float = DEFAULT_STALE_S) -> LockOptions:
-        """The options a table's policy names (``hoodie.write.lock.filesystem.path`` and ``.expire``)."""
-        return cls(timeout_s, stale_s, policy.lock_path, policy.lock_expire_minutes)
-
     def __post_init__(self) -> None:
         if self.stale_s <= 0 or self.timeout_s < 0 or self.expire_minutes < 0:
             raise LockError(f"lock options out of range: timeout {self.timeout_s}s (>= 0), stale {self.stale_s}s "
                             f"(> 0), expire {self.expire_minutes} min (>= 0)")
+
+
+def file_lock_options(props: Mapping[str, str], *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                      stale_s: float = DEFAULT_STALE_S) -> tuple[LockOptions | None, list[str]]:
+    """The options the writers' ``hoodie.write.lock.filesystem.*`` keys name, or ``None`` with the problems
+    (``<key>: must be ..., got ...``)."""
+    problems: list[str] = []
+    path: str | None = None
+    raw_path = props.get(PATH_KEY, "")
+    if raw_path.strip():
+        text = raw_path.strip()
+        if text.startswith(("/", "file:")) or "://" in text:
+            path = text
+        else:
+            problems.append(f"{PATH_KEY}: must be an absolute path or a URI (a folder holding the lock file), "
+                            f"got {raw_path!r}")
+    expire = 0
+    try:
+        expire = java_int(props.get(EXPIRE_KEY, "0"))
+    except ValueError as e:
+        problems.append(f"{EXPIRE_KEY}: {e}")
+    if expire < 0:
+        problems.append(f"{EXPIRE_KEY}: must be >= 0, got {expire}")
+    if problems:
+        return None, problems
+    return LockOptions(timeout_s, stale_s, path, expire), []
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +135,16 @@ def lock_files(storage: Storage, options: LockOptions) -> tuple[LockFile, ...]:
     return (main, aux)
 
 
-class TableLock:
-    """Exclusive, cross-process lock on one table (see the module docstring)."""
+class FileSystemLockProvider:
+    """Exclusive, cross-process lock on one table held in Hudi's lock files (see the module docstring).
+
+    ``mutexes`` is where threads of this process queue for the lock: providers of one table built with the same
+    :class:`~hudi_clusterd.lock.provider.LocalMutexes` share a mutex; without it the provider has its own (other
+    handles of the table are then still excluded, by the lock files). ``clock`` (seconds since the epoch) ages
+    the lock files of others."""
 
     def __init__(self, storage: Storage, options: LockOptions | None = None, *,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, mutexes: LocalMutexes | None = None) -> None:
         self.options = options or LockOptions()
         self.files = lock_files(storage, self.options)
         for f in self.files:
@@ -133,12 +155,7 @@ class TableLock:
                     "hoodie.write.lock.filesystem.path) on a local or mounted file system, or run a single writer")
         self.storage = storage
         self.clock = clock
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        self._mutex = _process_lock(self.files[0].full_path)
-        self._held: list[LockFile] = []
-        self._lost: str | None = None
-        self._stop_heartbeat = threading.Event()
-        self._heartbeat: threading.Thread | None = None
+        self._mutex = (mutexes or LocalMutexes()).for_key(self.files[0].full_path)
 
     @property
     def timeout_s(self) -> float:
@@ -150,24 +167,39 @@ class TableLock:
         limits = [self.options.stale_s] + [f.writers_expire_s for f in self.files if f.writers_expire_s > 0]
         return max(min(limits) / 4.0, 0.05)
 
-    # --- acquiring -------------------------------------------------------------------------------------------
+    def acquire(self, timeout_s: float | None = None) -> FileLease:
+        """Create every lock file, waiting up to ``timeout_s`` (default :attr:`timeout_s`) for their holders."""
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout
+        if not self._mutex.acquire(timeout=max(timeout, 0.0)):
+            raise LockError(f"{self.files[0].full_path}: timed out after {timeout:.0f}s waiting for another "
+                            "thread of this process")
+        lease = FileLease(self)
+        try:
+            delay = 0.02
+            while not lease.try_create_all():
+                if time.monotonic() >= deadline:
+                    raise LockError(self._timeout_message(timeout))
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        except BaseException:
+            lease.release_files()
+            self._mutex.release()
+            raise
+        lease.start_heartbeat(self._mutex)
+        return lease
 
-    def _content(self) -> bytes:
-        return json.dumps({
-            "lockCreateTime": datetime.now(UTC).isoformat(),
-            "lockThreadName": threading.current_thread().name,
-            "lockStacksInfo": [],
-            "owner": self.owner,
-            "holder": HOLDER,
-        }).encode()
+    @contextmanager
+    def held(self, timeout_s: float | None = None) -> Iterator[FileLease]:
+        """Hold the lock for the ``with`` block."""
+        lease = self.acquire(timeout_s)
+        try:
+            yield lease
+        finally:
+            lease.release()
 
-    def _try_create(self, f: LockFile) -> bool:
-        folder = posixpath.dirname(f.rel)
-        if folder:
-            f.storage.makedirs(folder)
-        return f.storage.write_bytes(f.rel, self._content(), overwrite=False)
-
-    def _take_over_if_dead(self, f: LockFile) -> None:
+    def take_over_if_dead(self, f: LockFile) -> None:
+        """Move away a lock file whose holder is dead: ours unrefreshed for ``stale_s``, Hudi's past its expiry."""
         info = f.storage.info(f.rel)
         if info is None:
             return
@@ -188,52 +220,67 @@ class TableLock:
         if not ours:  # Hadoop's local file system keeps a checksum beside the file it created
             f.storage.delete(posixpath.join(folder, f".{name}.crc"), missing_ok=True)
 
-    def acquire(self) -> None:
-        deadline = time.monotonic() + self.timeout_s
-        if not self._mutex.acquire(timeout=max(self.timeout_s, 0.0)):
-            raise LockError(f"{self.files[0].full_path}: timed out after {self.timeout_s:.0f}s waiting for another "
-                            "thread of this process")
-        try:
-            delay = 0.02
-            while not self._try_all():
-                if time.monotonic() >= deadline:
-                    raise LockError(self._timeout_message())
-                time.sleep(delay)
-                delay = min(delay * 2, 0.5)
-        except BaseException:
-            self._release_files()
-            self._mutex.release()
-            raise
-        self._lost = None
-        self._stop_heartbeat.clear()
-        self._heartbeat = threading.Thread(target=self._beat, name="table-lock-heartbeat", daemon=True)
-        self._heartbeat.start()
-
-    def _try_all(self) -> bool:
-        """Create every lock file in order; on a file held by someone else, give back the ones created."""
-        for f in self.files:
-            if self._try_create(f):
-                self._held.append(f)
-                continue
-            self._release_files()
-            self._take_over_if_dead(f)
-            return False
-        return True
-
-    def _timeout_message(self) -> str:
+    def _timeout_message(self, timeout_s: float) -> str:
         blocking = next((f for f in self.files if f.storage.exists(f.rel)), self.files[0])
         content = _read_lock(blocking)
         holder = content.get("owner") if content.get("holder") == HOLDER else "an Apache Hudi writer"
         hint = ("" if content.get("holder") == HOLDER or blocking.writers_expire_s > 0 else
                 "; Hudi's lock files never expire (hoodie.write.lock.filesystem.expire=0): if no writer runs, "
                 "a crashed one left it behind and it must be deleted by hand")
-        return (f"{blocking.full_path}: timed out after {self.timeout_s:.0f}s waiting for the table lock held by "
+        return (f"{blocking.full_path}: timed out after {timeout_s:.0f}s waiting for the table lock held by "
                 f"{holder or 'unknown'}{hint}")
+
+
+class FileLease:
+    """One holding of the lock files: names its owner in them and keeps them fresh with a heartbeat thread."""
+
+    def __init__(self, provider: FileSystemLockProvider) -> None:
+        self.provider = provider
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._held: list[LockFile] = []
+        self._lost: str | None = None
+        self._mutex: threading.Lock | None = None
+        self._stop_heartbeat = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+
+    # --- acquiring (driven by FileSystemLockProvider.acquire) ------------------------------------------------
+
+    def _content(self) -> bytes:
+        return json.dumps({
+            "lockCreateTime": datetime.now(UTC).isoformat(),
+            "lockThreadName": threading.current_thread().name,
+            "lockStacksInfo": [],
+            "owner": self.owner,
+            "holder": HOLDER,
+        }).encode()
+
+    def _try_create(self, f: LockFile) -> bool:
+        folder = posixpath.dirname(f.rel)
+        if folder:
+            f.storage.makedirs(folder)
+        return f.storage.write_bytes(f.rel, self._content(), overwrite=False)
+
+    def try_create_all(self) -> bool:
+        """Create every lock file in order; on a file held by someone else, give back the ones created."""
+        for f in self.provider.files:
+            if self._try_create(f):
+                self._held.append(f)
+                continue
+            self.release_files()
+            self.provider.take_over_if_dead(f)
+            return False
+        return True
+
+    def start_heartbeat(self, mutex: threading.Lock) -> None:
+        """The files are all held: keep them fresh until released (``mutex`` is released with them)."""
+        self._mutex = mutex
+        self._heartbeat = threading.Thread(target=self._beat, name="table-lock-heartbeat", daemon=True)
+        self._heartbeat.start()
 
     # --- holding ---------------------------------------------------------------------------------------------
 
     def _beat(self) -> None:
-        while not self._stop_heartbeat.wait(self.heartbeat_interval_s):
+        while not self._stop_heartbeat.wait(self.provider.heartbeat_interval_s):
             for f in list(self._held):
                 if not self._is_ours(f):
                     self._lost = f"{f.full_path} no longer names this process"
@@ -250,7 +297,7 @@ class TableLock:
     def verify(self) -> None:
         """Raise ``LockError`` unless every lock file still names this holder (call before a timeline write)."""
         if not self._held:
-            raise LockError(f"{self.files[0].full_path}: the table lock is not held")
+            raise LockError(f"{self.provider.files[0].full_path}: the table lock is not held")
         for f in self._held:
             if not self._is_ours(f):
                 self._lost = f"{f.full_path} no longer names this process"
@@ -260,7 +307,8 @@ class TableLock:
 
     # --- releasing -------------------------------------------------------------------------------------------
 
-    def _release_files(self) -> None:
+    def release_files(self) -> None:
+        """Delete the lock files held that still name this holder; leave the others to whoever has them now."""
         while self._held:
             f = self._held.pop()
             try:
@@ -272,22 +320,24 @@ class TableLock:
                 log.warning("could not delete a table lock file", lock=f.full_path, error=str(e))
 
     def release(self) -> None:
+        """Stop the heartbeat and give the lock back; a second call does nothing."""
         self._stop_heartbeat.set()
         if self._heartbeat is not None:
             self._heartbeat.join()
             self._heartbeat = None
         try:
-            self._release_files()
+            self.release_files()
         finally:
-            self._mutex.release()
+            mutex, self._mutex = self._mutex, None
+            if mutex is not None:
+                mutex.release()
 
-    @contextmanager
-    def held(self) -> Iterator[TableLock]:
-        self.acquire()
-        try:
-            yield self
-        finally:
-            self.release()
+    def __enter__(self) -> FileLease:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
 
 
 def _read_lock(f: LockFile) -> dict[str, object]:
@@ -298,5 +348,5 @@ def _read_lock(f: LockFile) -> dict[str, object]:
     return {}
 
 
-__all__ = ["AUX_LOCK_FILE", "DEFAULT_STALE_S", "DEFAULT_TIMEOUT_S", "LOCK_FILE", "LockFile", "LockOptions",
-           "TableLock", "lock_files"]
+__all__ = ["AUX_LOCK_FILE", "DEFAULT_STALE_S", "DEFAULT_TIMEOUT_S", "LOCK_FILE", "FileLease", "FileSystemLockProvider",
+           "LockFile", "LockOptions", "file_lock_options", "lock_files"]

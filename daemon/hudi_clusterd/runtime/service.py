@@ -23,7 +23,7 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import ClusterdError, TableBusyError
-from hudi_clusterd.lock import LockOptions
+from hudi_clusterd.lock import LocalMutexes, LockProvider, lock_provider_from_properties
 from hudi_clusterd.ops.commit import rollback_clustering
 from hudi_clusterd.ops.events import (
     Event,
@@ -44,6 +44,7 @@ from hudi_clusterd.ordering.figures import clustering_figures, ratio_after
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.watcher import TimelineWatcher
 from hudi_clusterd.settings import Settings, TableSpec
+from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.hoodie_table import HoodieTable, timeline_folder
 
 log = structlog.get_logger(__name__)
@@ -83,7 +84,7 @@ class TableWorker:
         self.last_beat = time.monotonic()
         self.current_instant: str | None = None
         self.table: HoodieTable | None = None
-        self._table_key: tuple[str, LockOptions] | None = None
+        self._table_key: tuple[object, ...] | None = None
         self._failures: dict[str, int] = {}
         self._foreign: set[str] = set()
         self._thread = threading.Thread(target=self._run, name=f"table-{name}", daemon=True)
@@ -162,16 +163,17 @@ class TableWorker:
                                                              busy_s=round(waited))
 
     @staticmethod
-    def table_key(settings: Settings, spec: TableSpec) -> tuple[str, LockOptions]:
+    def table_key(settings: Settings, spec: TableSpec) -> tuple[object, ...]:
         """What the open table depends on: its base path and how it is locked."""
-        return spec.base_path, LockOptions.for_policy(spec.policy, settings.lock_timeout_seconds,
-                                                      settings.lock_stale_seconds)
+        return spec.base_path, spec.lock_properties, settings.lock_timeout_seconds, settings.lock_stale_seconds
 
     def open_table(self, settings: Settings, spec: TableSpec) -> HoodieTable:
         """The table, kept between ticks; opened again when its base path or lock settings change."""
         key = self.table_key(settings, spec)
         if self.table is None or self._table_key != key:
-            self.table = HoodieTable.open(spec.base_path, lock_options=key[1])
+            storage = Storage(spec.base_path)
+            self.table = HoodieTable.open(spec.base_path, storage, lock_provider=self.daemon.lock_provider(
+                settings, spec, storage))
             self._table_key = key
         return self.table
 
@@ -274,6 +276,7 @@ class Daemon:
         self.runner = runner
         self.observer = observer
         self.ownership = Ownership()
+        self.lock_mutexes = LocalMutexes()  # threads of this process queue here for a table's lock
         self.stopping = threading.Event()
         self.workers: dict[str, TableWorker] = {}
         self._running: dict[tuple[str, str], threading.Event] = {}
@@ -283,6 +286,13 @@ class Daemon:
 
     def start(self) -> None:
         self.reconcile_tables()
+
+    def lock_provider(self, settings: Settings, spec: TableSpec, storage: Storage) -> LockProvider:
+        """The provider of a table's lock: the one its ``hoodie.write.lock.*`` keys name, with the daemon's
+        timeout and stale time; every provider of one table shares the daemon's in-process queue for it."""
+        return lock_provider_from_properties(dict(spec.lock_properties), storage,
+                                             timeout_s=settings.lock_timeout_seconds,
+                                             stale_s=settings.lock_stale_seconds, mutexes=self.lock_mutexes)
 
     def reconcile_tables(self) -> None:
         """Start workers for new tables and stop those of removed tables (after a reload)."""

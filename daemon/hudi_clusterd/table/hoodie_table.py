@@ -22,7 +22,7 @@ from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import TableError
-from hudi_clusterd.lock import LockOptions, TableLock
+from hudi_clusterd.lock import FileSystemLockProvider, Lease, LockProvider
 from hudi_clusterd.storage import FileInfo, Storage
 from hudi_clusterd.table import clustering_queries as queries
 from hudi_clusterd.table import instant_times, listing, properties
@@ -41,14 +41,14 @@ __all__ = ["PROPERTIES_FILE", "HoodieTable", "timeline_folder"]
 class HoodieTable:
     """One copy-on-write table (version 6, 8 or 9)."""
 
-    def __init__(self, storage: Storage, config: TableConfig, *, lock_options: LockOptions | None = None,
+    def __init__(self, storage: Storage, config: TableConfig, *, lock_provider: LockProvider | None = None,
                  clock: Clock = SYSTEM_CLOCK) -> None:
         self.storage = storage
         self.config = config
-        self.lock_options = lock_options or LockOptions()
+        self.lock_provider = lock_provider or FileSystemLockProvider(storage)
         self.clock = clock
         """Where instant times come from, and how the clock skew is waited out."""
-        self._locks = threading.local()  # the TableLock this thread holds, if any
+        self._locks = threading.local()  # the Lease this thread holds, if any
         self.timeline_store = TimelineStore(storage, before_write=self.verify_lock, layout=config.timeline_layout,
                                             completion_time=self._completion_time)
         self.footer_ranges = FooterRanges(storage)
@@ -62,11 +62,13 @@ class HoodieTable:
         return Storage(base_path).exists(PROPERTIES_FILE)
 
     @classmethod
-    def open(cls, base_path: str, storage: Storage | None = None, *, lock_options: LockOptions | None = None,
+    def open(cls, base_path: str, storage: Storage | None = None, *, lock_provider: LockProvider | None = None,
              clock: Clock = SYSTEM_CLOCK) -> HoodieTable:
-        """Open an existing table; refuses versions, layouts and types this daemon does not support."""
+        """Open an existing table; refuses versions, layouts and types this daemon does not support.
+
+        ``lock_provider`` takes the table's lock (default: the file lock in the table's ``.hoodie``)."""
         storage = storage or Storage(base_path)
-        return cls(storage, properties.read_existing_config(storage), lock_options=lock_options, clock=clock)
+        return cls(storage, properties.read_existing_config(storage), lock_provider=lock_provider, clock=clock)
 
     @classmethod
     def create(cls, base_path: str, config: TableConfig, storage: Storage | None = None, *,
@@ -170,16 +172,13 @@ class HoodieTable:
 
     # --- the lock ---------------------------------------------------------------------------------------------
 
-    def table_lock(self) -> TableLock:
-        return TableLock(self.storage, self.lock_options)
-
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the table lock; every timeline write this thread makes meanwhile first checks it is still held."""
         if getattr(self._locks, "held", None) is not None:
             raise TableError(f"{self.storage.base_uri}: the table lock is already held by this thread")
-        with self.table_lock().held() as held:
-            self._locks.held = held
+        with self.lock_provider.acquire() as lease:
+            self._locks.held = lease
             try:
                 yield
             finally:
@@ -187,9 +186,9 @@ class HoodieTable:
 
     def verify_lock(self) -> None:
         """Before a timeline write: when this thread holds the table lock, check no other writer took it."""
-        held: TableLock | None = getattr(self._locks, "held", None)
-        if held is not None:
-            held.verify()
+        lease: Lease | None = getattr(self._locks, "held", None)
+        if lease is not None:
+            lease.verify()
 
     # --- clustering on the timeline ---------------------------------------------------------------------------
 

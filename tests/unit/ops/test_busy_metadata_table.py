@@ -18,7 +18,7 @@ import pytest
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.instant import State
 from hudi_clusterd.errors import TableBusyError
-from hudi_clusterd.lock import LockOptions, TableLock
+from hudi_clusterd.lock import FileSystemLockProvider, LockOptions
 from hudi_clusterd.ops.commit import complete
 from tests.builders import TableGen, commit_while, scheduled_plan
 from tests.support import add_metadata_table
@@ -45,7 +45,7 @@ def test_a_commit_waits_outside_the_lock_for_a_pending_metadata_compaction_then_
     finished: list[float] = []
 
     def writer_finishes_it() -> None:
-        with TableLock(gen.table.storage, LockOptions(timeout_s=5)).held():
+        with FileSystemLockProvider(gen.table.storage, LockOptions(timeout_s=5)).held():
             (timeline / COMPACTION).unlink()
             finished.append(time.monotonic())
 

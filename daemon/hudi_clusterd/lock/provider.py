@@ -1,0 +1,66 @@
+"""The seam every table lock implements: a :class:`LockProvider` hands out :class:`Lease` objects.
+
+A lease is one holding of a table's lock. Its holder calls :meth:`Lease.verify` right before every timeline and
+metadata-table write (``LockError`` when another writer took or deleted the lock meanwhile, after which nothing
+more is written under it) and :meth:`Lease.release` once done; a release after the lease was lost leaves the new
+holder's lock alone. ``with provider.acquire() as lease:`` releases on leaving the block.
+
+Threads of one process that take the same lock queue on an in-process mutex instead of polling the shared lock:
+:class:`LocalMutexes` holds one per lock, and is owned by whoever builds the providers (one per daemon), so that
+every provider of one table built from it shares the table's mutex.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import Protocol
+
+__all__ = ["Lease", "LocalMutexes", "LockProvider"]
+
+
+class Lease(Protocol):
+    """One holding of a table's lock."""
+
+    @property
+    def owner(self) -> str:
+        """Who holds it, as written where other writers see it."""
+        ...
+
+    def verify(self) -> None:
+        """Raise ``LockError`` unless the lock is still held by this lease (call before a timeline write)."""
+        ...
+
+    def release(self) -> None:
+        """Give the lock back; a lock another writer took meanwhile is left to it."""
+        ...
+
+    def __enter__(self) -> Lease: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
+
+
+class LockProvider(Protocol):
+    """Takes one table's lock, excluding every other writer of the table (other processes, hosts and handles)."""
+
+    @property
+    def timeout_s(self) -> float:
+        """How long :meth:`acquire` waits by default."""
+        ...
+
+    def acquire(self, timeout_s: float | None = None) -> Lease:
+        """Wait up to ``timeout_s`` (default :attr:`timeout_s`) for the lock; ``LockError`` when it stays held."""
+        ...
+
+
+class LocalMutexes:
+    """One in-process mutex per lock (keyed by where the lock lives), shared by the providers built with it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._mutexes: dict[str, threading.Lock] = {}
+
+    def for_key(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._mutexes.setdefault(key, threading.Lock())

@@ -1,0 +1,124 @@
+"""The lock a table's writers name, read from its ``hoodie.write.lock.*`` keys (Apache Hudi's own).
+
+``hoodie.write.lock.provider`` names the writers' lock provider class; the daemon must take the same lock.
+:data:`PROVIDERS` maps each class name the daemon implements to that implementation, one entry per class; the
+key unset means ``FileSystemBasedLockProvider``. Any other class (``InProcessLockProvider``,
+``ZookeeperBasedLockProvider``, ``DynamoDBBasedLockProvider``, ``HiveMetastoreBasedLockProvider``,
+``StorageBasedLockProvider`` or an unknown one) is refused with one ``ConfigError`` line naming it.
+
+How long to wait for the lock and when a daemon's own lock counts as dead are the daemon's settings
+(``clusterd.lock.timeout.seconds``, ``clusterd.lock.stale.seconds``), passed in by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Protocol
+
+from hudi_clusterd.errors import ConfigError
+from hudi_clusterd.lock.file import (
+    DEFAULT_STALE_S,
+    DEFAULT_TIMEOUT_S,
+    EXPIRE_KEY,
+    PATH_KEY,
+    FileSystemLockProvider,
+    file_lock_options,
+)
+from hudi_clusterd.lock.provider import LocalMutexes, LockProvider
+from hudi_clusterd.storage import Storage
+
+__all__ = [
+    "FILE_SYSTEM_PROVIDER",
+    "LOCK_PREFIX",
+    "PROVIDERS",
+    "PROVIDER_KEY",
+    "Registration",
+    "lock_problems",
+    "lock_properties",
+    "lock_provider_from_properties",
+    "lock_reference",
+]
+
+LOCK_PREFIX = "hoodie.write.lock."
+PROVIDER_KEY = "hoodie.write.lock.provider"
+FILE_SYSTEM_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+
+
+class _Build(Protocol):
+    def __call__(self, props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
+                 mutexes: LocalMutexes | None) -> LockProvider: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """One implementation: ``problems`` checks its keys (``<key>: must be ..., got ...``), ``build`` makes the
+    provider of a table from keys that passed."""
+
+    problems: Callable[[Mapping[str, str]], list[str]]
+    build: _Build
+
+
+def _file_system_problems(props: Mapping[str, str]) -> list[str]:
+    return file_lock_options(props)[1]
+
+
+def _file_system(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
+                 mutexes: LocalMutexes | None) -> LockProvider:
+    options, problems = file_lock_options(props, timeout_s=timeout_s, stale_s=stale_s)
+    if options is None:
+        raise ConfigError("invalid table lock settings", problems)
+    return FileSystemLockProvider(storage, options, mutexes=mutexes)
+
+
+PROVIDERS: Mapping[str, Registration] = MappingProxyType({
+    FILE_SYSTEM_PROVIDER: Registration(_file_system_problems, _file_system),
+})
+"""Hudi's lock provider class name -> the daemon's implementation of that lock."""
+
+
+def _provider_class(props: Mapping[str, str]) -> str:
+    return props.get(PROVIDER_KEY, "").strip() or FILE_SYSTEM_PROVIDER
+
+
+def lock_problems(props: Mapping[str, str]) -> list[str]:
+    """What is wrong with a table's ``hoodie.write.lock.*`` keys (empty when the daemon can take that lock)."""
+    name = _provider_class(props)
+    registration = PROVIDERS.get(name)
+    if registration is None:
+        return [f"{PROVIDER_KEY}: {name} is not supported yet; use {FILE_SYSTEM_PROVIDER} (on a local or mounted "
+                "file system) for the table's writers and the daemon"]
+    return registration.problems(props)
+
+
+def lock_provider_from_properties(props: Mapping[str, str], storage: Storage, *,
+                                  timeout_s: float = DEFAULT_TIMEOUT_S, stale_s: float = DEFAULT_STALE_S,
+                                  mutexes: LocalMutexes | None = None) -> LockProvider:
+    """The provider of the lock a table's ``hoodie.write.lock.*`` keys name (``storage`` is the table's).
+
+    ``mutexes`` is shared by the providers one process builds for its tables (see
+    :class:`~hudi_clusterd.lock.provider.LocalMutexes`); ``ConfigError`` when the keys name a lock the daemon
+    cannot take."""
+    problems = lock_problems(props)
+    if problems:
+        raise ConfigError(f"{storage.base_uri}: the table's lock cannot be taken", problems)
+    return PROVIDERS[_provider_class(props)].build(props, storage, timeout_s=timeout_s, stale_s=stale_s,
+                                                   mutexes=mutexes)
+
+
+def lock_properties(props: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The ``hoodie.write.lock.*`` keys among ``props``, sorted: what a table's lock depends on."""
+    return tuple(sorted((k, v) for k, v in props.items() if k.startswith(LOCK_PREFIX)))
+
+
+def lock_reference() -> list[tuple[str, str | None, str]]:
+    """``(key, default, description)`` of every ``hoodie.write.lock.*`` key the daemon reads."""
+    return [
+        (PROVIDER_KEY, None, f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}, the only "
+         "one supported (any other class is refused)."),
+        (PATH_KEY, None, "Folder of the writers' FileSystemBasedLockProvider lock file (absolute path or URI); "
+         "unset = the table's .hoodie. The daemon holds <folder>/lock and .hoodie/.aux/lock."),
+        (EXPIRE_KEY, "0", "Minutes after which the writers treat a lock file nobody refreshed as dead (0 = never, "
+         "Hudi's default); the daemon takes over a Hudi writer's lock file only after this."),
+    ]
