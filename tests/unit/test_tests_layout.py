@@ -12,7 +12,7 @@ from tests.support import REPO_ROOT
 TESTS = REPO_ROOT / "tests"
 UNIT = TESTS / "unit"
 PACKAGE = REPO_ROOT / "daemon" / "hudi_clusterd"
-TEST_FOLDERS = ("unit", "integration", "interop")
+TEST_FOLDERS = ("unit", "contract", "integration", "interop")
 # top-level unit tests of the repository's files rather than of a module: the docs, the deploy artifacts, and
 # this test
 REPOSITORY_CHECKS = {"test_docs.py", "test_deploy_artifacts.py", "test_tests_layout.py"}

@@ -28,7 +28,7 @@ from hudi_clusterd.domain.timeline_layout import DEFAULT_HISTORY_PATH
 from hudi_clusterd.errors import MetadataDecodeError, StorageError, TableError, TimelineError
 from hudi_clusterd.formats.java_properties import format_properties, parse_properties
 from hudi_clusterd.lock import LockOptions, TableLock
-from hudi_clusterd.storage import FileInfo, Storage
+from hudi_clusterd.storage import FileInfo, Storage, open_storage
 from hudi_clusterd.table.footers import FooterRanges
 from hudi_clusterd.table.metadata.writer import MetadataTable
 from hudi_clusterd.table.timeline_store import META_FOLDER, TEMP_FOLDER, TimelineStore
@@ -60,13 +60,13 @@ class HoodieTable:
 
     @classmethod
     def exists(cls, base_path: str) -> bool:
-        return Storage(base_path).exists(PROPERTIES_FILE)
+        return open_storage(base_path).exists(PROPERTIES_FILE)
 
     @classmethod
     def open(cls, base_path: str, storage: Storage | None = None, *,
              lock_options: LockOptions | None = None) -> HoodieTable:
         """Open an existing table; refuses versions, layouts and types this daemon does not support."""
-        storage = storage or Storage(base_path)
+        storage = storage or open_storage(base_path)
         source = storage.full_path(PROPERTIES_FILE)
         if not storage.exists(PROPERTIES_FILE):
             if storage.exists(META_FOLDER):
@@ -105,7 +105,7 @@ class HoodieTable:
     @classmethod
     def create(cls, base_path: str, config: TableConfig, storage: Storage | None = None) -> HoodieTable:
         """Lay out a new, empty table: ``.hoodie/`` with its sub-folders and ``hoodie.properties``."""
-        storage = storage or Storage(base_path)
+        storage = storage or open_storage(base_path)
         config.check_writable(storage.full_path(PROPERTIES_FILE))  # a new table: no metadata table
         layout = config.timeline_layout
         archive = f"{layout.folder}/{config.get(TIMELINE_HISTORY_PATH) or DEFAULT_HISTORY_PATH}" \
@@ -380,7 +380,7 @@ class HoodieTable:
 
 def timeline_folder(base_path: str) -> str:
     """The timeline folder of the table at ``base_path``, relative to it (``.hoodie`` when it cannot be read)."""
-    storage = Storage(base_path)
+    storage = open_storage(base_path)
     try:
         return _read_config(storage).timeline_layout.folder
     except (StorageError, TableError, TimelineError):

@@ -72,7 +72,7 @@ def _file_ranges(mdt: MetadataTable, ws: WriteStat, columns: Sequence[str], iver
         hit = _ranges.get(key)
     if hit is not None:
         return hit
-    with storage.fs.open_input_file(full) as f:
+    with storage.open_input_file(ws.path) as f:
         footer = pq.ParquetFile(f).metadata
     ranges = cs.file_column_ranges(footer, ws.path.rsplit("/", 1)[-1], columns, table_version=mdt.table_version,
                                    version=iversion)

@@ -16,7 +16,7 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import MetadataTableError
 from hudi_clusterd.formats.avro import encode_commit_metadata_v2
 from hudi_clusterd.formats.log_blocks import LogFileName, decode_log_file
-from hudi_clusterd.storage import FileInfo, Storage, is_stale_temp_file
+from hudi_clusterd.storage import FileInfo, is_stale_temp_file, open_storage
 from hudi_clusterd.table.metadata.writer import MetadataTable
 from tests.support import METADATA_INIT as INIT
 from tests.support import new_metadata_table
@@ -32,7 +32,7 @@ def mdt_table(base: Path, version: int) -> MetadataTable:
     config = TableConfig({**config.raw, "hoodie.table.metadata.partitions": "files"})
     new_metadata_table(base, version)
     times = iter(["20261126010101500", "20261126010202500", "20261126010303500"])
-    storage = Storage(str(base))
+    storage = open_storage(str(base))
     storage.makedirs("p=a")
     return MetadataTable(storage, config, before_write=lambda: None, new_time=lambda: next(times))
 
