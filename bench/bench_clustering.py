@@ -98,7 +98,7 @@ from hudi_clusterd.engine.clustering.sorting import (
     range_keys,
     sort_for_layout,
 )
-from hudi_clusterd.engine.files import executor_base_path, spark_arrow_schema, write_file_groups
+from hudi_clusterd.engine.files import spark_arrow_schema, write_file_groups
 from hudi_clusterd.engine.ingest.writer import insert
 from hudi_clusterd.engine.session import get_or_create_session
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, strip_meta_fields
@@ -289,7 +289,7 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
     snapshot = TableSnapshot.load(table)
     files = runner.scan_files(table.storage, group_inputs(snapshot, plan)[0])
     df = runner.read_group(table.storage, files)
-    scan = GroupScan(spark, executor_base_path(table.storage), tuple(files), df.schema)
+    scan = GroupScan(spark, table.storage.spec, tuple(files), df.schema)
     data_schema = strip_meta_fields(spark_arrow_schema(df))
     rows = timed("count", df.count)
     shape = timed("output sizing (sample)", lambda: runner.output_shape(
@@ -325,7 +325,7 @@ def profile_steps(spark: Any, runner: SparkGroupRunner, hudi_cache: Path, work: 
           lambda: runs.frame.mapInArrow(lambda b: counted(decode(b)), "n long").collect())
     for codec in ("gzip", "snappy", "zstd"):
         spec = BaseFileWriteSpec(
-            base_path=executor_base_path(table.storage), instant_time=table.new_instant_time(),
+            storage=table.storage.spec, instant_time=table.new_instant_time(),
             data_schema=data_schema,
             avro_schema_json=arrow_to_avro_json(data_schema, table.name, with_meta_fields=True),
             populate_meta_fields=True, preserve_meta_fields=True, max_file_bytes=policy.target_file_max_bytes,

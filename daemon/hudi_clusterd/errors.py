@@ -77,6 +77,11 @@ class StorageError(ClusterdError):
     retryable = True
 
 
+class PreconditionFailed(StorageError):
+    """A conditional write or delete found another version of the file than the one it was given (or no file):
+    someone else changed it since it was read. Read it again and decide again."""
+
+
 class LockError(ClusterdError):
     """The table lock could not be taken in time."""
 

@@ -19,7 +19,7 @@ import pytest
 
 from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock import FileSystemLockProvider, LockOptions, LockProvider
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 
 STALE_S = 60.0
 """Long enough that no holder refreshes its lease during a test; a clock moved past it ages a lease instead."""
@@ -31,7 +31,8 @@ class Builder(Protocol):
 
 
 def file_system_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float]) -> LockProvider:
-    return FileSystemLockProvider(Storage(str(table)), LockOptions(timeout_s=timeout_s, stale_s=stale_s), clock=clock)
+    options = LockOptions(timeout_s=timeout_s, stale_s=stale_s)
+    return FileSystemLockProvider(open_storage(str(table)), options, clock=clock)
 
 
 IMPLEMENTATIONS = [pytest.param(file_system_lock, id="file-system")]

@@ -45,7 +45,7 @@ from hudi_clusterd.errors import CommitConflictError
 from hudi_clusterd.formats.avro import decode_requested_replace
 from hudi_clusterd.formats.bloom import BloomSettings
 from hudi_clusterd.lock import LOCK_FILE, FileSystemLockProvider, LockOptions
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import make_policy
 from tests.harness.apache_hudi import HudiWorker
@@ -271,7 +271,7 @@ class Ingestor:
         HoodieTable.create(str(base), TableConfig.for_new_table(
             name="events", record_key_fields=["id"], partition_fields=["part"]))
         self.table = HoodieTable.open(str(base), lock_provider=FileSystemLockProvider(
-            Storage(str(base)), LockOptions(timeout_s=120, stale_s=LOCK_STALE_S)))
+            open_storage(str(base)), LockOptions(timeout_s=120, stale_s=LOCK_STALE_S)))
         self._write(list(range(HOT_KEYS)), upsert=False)
 
     def _write(self, ids: list[int], *, upsert: bool) -> str:
@@ -767,7 +767,7 @@ def recover_with_execute(spark: Any, base: Path, policy: ClusteringPolicy) -> li
     from hudi_clusterd.ordering.figures import clustering_figures
 
     table = HoodieTable.open(str(base), lock_provider=FileSystemLockProvider(
-        Storage(str(base)), LockOptions(timeout_s=120, stale_s=LOCK_STALE_S)))
+        open_storage(str(base)), LockOptions(timeout_s=120, stale_s=LOCK_STALE_S)))
     runner = SparkGroupRunner(spark, owns_session=False)
     outcomes: list[str] = []
     for _ in range(10):

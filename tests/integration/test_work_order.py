@@ -25,7 +25,7 @@ from hudi_clusterd.ops.events import NoObserver
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import Daemon, TableWorker
 from hudi_clusterd.settings import Settings, settings_from_properties
-from hudi_clusterd.storage import FileInfo, Storage
+from hudi_clusterd.storage import FileInfo, LocalStorage, Storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.table_ref import TableRef
 from tests.builders import TableGen
@@ -33,7 +33,7 @@ from tests.builders import TableGen
 pytestmark = pytest.mark.spark
 
 
-class CountingStorage(Storage):
+class CountingStorage(LocalStorage):
     """A table's storage that counts the folder listings made through it (the driver's reads)."""
 
     def __init__(self, base_uri: str) -> None:

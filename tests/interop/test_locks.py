@@ -18,7 +18,7 @@ import pytest
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock import AUX_LOCK_FILE, LOCK_FILE, FileSystemLockProvider, LockOptions
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.harness.apache_hudi import HudiRequestError, HudiWorker, hudi_write_options
 from tests.harness.daemon_harness import instant_files
@@ -58,7 +58,7 @@ def test_a_hudi_writer_waits_for_the_daemons_lock(apache_hudi: HudiWorker, tmp_p
         extra["hoodie.write.lock.filesystem.path"] = str(tmp_path / lock_folder)
     _table(apache_hudi, base, extra)
     table = HoodieTable.open(str(base), lock_provider=FileSystemLockProvider(
-        Storage(str(base)), LockOptions(path=extra.get("hoodie.write.lock.filesystem.path"))))
+        open_storage(str(base)), LockOptions(path=extra.get("hoodie.write.lock.filesystem.path"))))
     holding, released = threading.Event(), threading.Event()
     release_at: list[float] = []
 

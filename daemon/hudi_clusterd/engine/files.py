@@ -17,7 +17,6 @@ import pyarrow as pa
 
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.formats.avro_schema import normalize_arrow_schema
-from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds, WrittenFile
 
 if TYPE_CHECKING:
@@ -33,11 +32,6 @@ _STAT_DDL = "file_id string, path string, partition_path string, num_rows long, 
 
 
 # --- schemas -----------------------------------------------------------------------------------------------
-
-
-def executor_base_path(storage: Storage) -> str:
-    """The base path as executors should open it: absolute for local tables, the URI otherwise."""
-    return storage.full_path() if storage.is_local else storage.base_uri
 
 
 def write_file_groups(df: DataFrame, spec: BaseFileWriteSpec, decode: BatchFunction | None = None

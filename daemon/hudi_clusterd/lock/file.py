@@ -46,7 +46,7 @@ import structlog
 from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import LockError, StorageError
 from hudi_clusterd.lock.provider import LocalMutexes
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import Storage, open_storage
 
 log = structlog.get_logger(__name__)
 
@@ -124,7 +124,7 @@ def lock_files(storage: Storage, options: LockOptions) -> tuple[LockFile, ...]:
     main = LockFile(storage, LOCK_FILE, options.expire_minutes * 60.0)
     if options.path:
         folder = options.path.rstrip("/")
-        lock_storage = Storage(folder)
+        lock_storage = open_storage(folder)
         if lock_storage.full_path() != storage.full_path():
             main = LockFile(lock_storage, LOCK_NAME, options.expire_minutes * 60.0)
         else:  # the table's base path itself
@@ -150,7 +150,7 @@ class FileSystemLockProvider:
         for f in self.files:
             if not f.storage.supports_atomic_create:
                 raise LockError(
-                    f"{f.full_path}: this storage ({f.storage.fs.type_name}) has no atomic create-if-absent here, "
+                    f"{f.full_path}: this storage ({f.storage.spec.scheme}) has no atomic create-if-absent here, "
                     "so the table lock cannot be a file there; keep the table (and "
                     "hoodie.write.lock.filesystem.path) on a local or mounted file system, or run a single writer")
         self.storage = storage

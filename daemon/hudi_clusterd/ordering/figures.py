@@ -9,23 +9,35 @@ substitution.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import pyarrow.parquet as pq
 import structlog
 
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.errors import ClusterdError
-from hudi_clusterd.ordering.quality import LayoutReport, files_scanned_ratio, layout_report, read_boxes
+from hudi_clusterd.ordering.quality import FooterReader, LayoutReport, files_scanned_ratio, layout_report, read_boxes
 from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 
 log = structlog.get_logger(__name__)
 
 
-def _latest_paths(storage: Storage, view: FileSystemView, partitions: Sequence[str] | None = None) -> list[str]:
+def _footers(storage: Storage) -> FooterReader:
+    """Reads the footer of a file of ``storage`` (paths relative to its base path)."""
+
+    def read(rel: str) -> Any:
+        with storage.open_input_file(rel) as f:
+            return pq.read_metadata(f)
+
+    return read
+
+
+def _latest_paths(view: FileSystemView, partitions: Sequence[str] | None = None) -> list[str]:
     wanted = None if partitions is None else set(partitions)
-    return [storage.full_path(bf.relative_path) for bf in view.latest_base_files()
+    return [bf.relative_path for bf in view.latest_base_files()
             if wanted is None or bf.partition_path in wanted]
 
 
@@ -34,16 +46,14 @@ Clustered = tuple[ClusteringPlan, Sequence[WriteStat]]
 
 
 def _after(storage: Storage, before: list[str], done: Sequence[Clustered]) -> list[str]:
-    replaced = {storage.full_path(storage.rel_from_uri(s.data_file_path))
-                for plan, _ in done for g in plan.input_groups for s in g.slices}
-    written = [storage.full_path(ws.path) for _, stats in done for ws in stats if ws.path]
+    replaced = {storage.rel_from_uri(s.data_file_path) for plan, _ in done for g in plan.input_groups for s in g.slices}
+    written = [ws.path for _, stats in done for ws in stats if ws.path]
     return [p for p in before if p not in replaced] + written
 
 
 def snapshot_report(table: HoodieTable, columns: Sequence[str]) -> LayoutReport:
     """Files-scanned ratio and overlap depth of the latest snapshot for ``columns`` (lists the table)."""
-    return layout_report(_latest_paths(table.storage, table.file_system_view()), columns,
-                         filesystem=table.storage.fs)
+    return layout_report(_latest_paths(table.file_system_view()), columns, read_footer=_footers(table.storage))
 
 
 def snapshot_ratio(table: HoodieTable, columns: Sequence[str]) -> float | None:
@@ -64,8 +74,8 @@ def ratio_after(storage: Storage, view: FileSystemView, done: Sequence[Clustered
     """The whole table's files-scanned ratio once the clusterings ``done`` committed over ``view``; None when
     the footers do not tell."""
     try:
-        paths = _after(storage, _latest_paths(storage, view), done)
-        return files_scanned_ratio(paths, columns, filesystem=storage.fs)
+        paths = _after(storage, _latest_paths(view), done)
+        return files_scanned_ratio(paths, columns, read_footer=_footers(storage))
     except (ClusterdError, OSError, ValueError, KeyError) as e:
         _failed("snapshot", e)
         return None
@@ -79,14 +89,14 @@ def clustering_figures(storage: Storage, view: FileSystemView, plan: ClusteringP
     if not columns:
         return None
     partitions = sorted({g.partition_path for g in plan.input_groups})
-    before = _latest_paths(storage, view, partitions)
+    before = _latest_paths(view, partitions)
     after = _after(storage, before, [(plan, stats)])
-    written = [storage.full_path(ws.path) for ws in stats if ws.path]
+    written = [ws.path for ws in stats if ws.path]
     try:
-        fs = storage.fs
-        domains = dict(zip(columns, read_boxes(before + written, columns, filesystem=fs).domains, strict=True))
-        return (files_scanned_ratio(before, columns, domains=domains, filesystem=fs),
-                files_scanned_ratio(after, columns, domains=domains, filesystem=fs))
+        read = _footers(storage)
+        domains = dict(zip(columns, read_boxes(before + written, columns, read_footer=read).domains, strict=True))
+        return (files_scanned_ratio(before, columns, domains=domains, read_footer=read),
+                files_scanned_ratio(after, columns, domains=domains, read_footer=read))
     except (ClusterdError, OSError, ValueError, KeyError) as e:
         _failed("clustering", e)
         return None

@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -128,9 +128,13 @@ class LayoutReport:
         }
 
 
-def _read_metadata(path: str, filesystem: Any) -> Any:
+FooterReader = Callable[[str], Any]
+"""Reads the parquet footer (``pyarrow.parquet.FileMetaData``) of a path; the default opens local paths."""
+
+
+def _read_metadata(path: str, read_footer: FooterReader | None) -> Any:
     try:
-        return pq.read_metadata(path, filesystem=filesystem)
+        return pq.read_metadata(path) if read_footer is None else read_footer(path)
     except OSError as exc:
         raise StorageError(f"cannot read the parquet footer of {path}: {exc}") from exc
     except (pa.ArrowException, ValueError) as exc:
@@ -219,7 +223,7 @@ def read_boxes(
     columns: Sequence[str],
     *,
     domains: Mapping[str, Domain] | None = None,
-    filesystem: Any = None,
+    read_footer: FooterReader | None = None,
 ) -> FooterBoxes:
     """Read the footers of ``paths`` and build per-file and per-row-group boxes over ``columns``."""
     if not columns:
@@ -228,7 +232,7 @@ def read_boxes(
     group_file: list[int] = []
     found = [False] * len(columns)
     for f, path in enumerate(paths):
-        md = _read_metadata(os.fspath(path), filesystem)
+        md = _read_metadata(os.fspath(path), read_footer)
         leaf = leaf_columns(md)
         for k, column in enumerate(columns):
             index = leaf.get(column)
@@ -321,10 +325,10 @@ def files_scanned_ratio(
     columns: Sequence[str],
     *,
     domains: Mapping[str, Domain] | None = None,
-    filesystem: Any = None,
+    read_footer: FooterReader | None = None,
 ) -> float:
     """The files-scanned ratio of ``paths`` for ``columns`` (see the module docstring)."""
-    boxes = read_boxes(paths, columns, domains=domains, filesystem=filesystem)
+    boxes = read_boxes(paths, columns, domains=domains, read_footer=read_footer)
     return scanned_ratio(boxes.file_low, boxes.file_high, *query_boxes(boxes.domains))
 
 
@@ -333,10 +337,10 @@ def row_groups_scanned_ratio(
     columns: Sequence[str],
     *,
     domains: Mapping[str, Domain] | None = None,
-    filesystem: Any = None,
+    read_footer: FooterReader | None = None,
 ) -> float:
     """The same ratio counted over row groups instead of files."""
-    boxes = read_boxes(paths, columns, domains=domains, filesystem=filesystem)
+    boxes = read_boxes(paths, columns, domains=domains, read_footer=read_footer)
     return scanned_ratio(boxes.group_low, boxes.group_high, *query_boxes(boxes.domains))
 
 
@@ -345,10 +349,10 @@ def layout_report(
     columns: Sequence[str],
     *,
     domains: Mapping[str, Domain] | None = None,
-    filesystem: Any = None,
+    read_footer: FooterReader | None = None,
 ) -> LayoutReport:
     """Every layout figure for ``paths`` and ``columns``, from one pass over the footers."""
-    boxes = read_boxes(paths, columns, domains=domains, filesystem=filesystem)
+    boxes = read_boxes(paths, columns, domains=domains, read_footer=read_footer)
     q_low, q_high = query_boxes(boxes.domains)
     return LayoutReport(
         columns=boxes.columns,

@@ -44,7 +44,7 @@ from hudi_clusterd.ordering.figures import clustering_figures, ratio_after
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.watcher import TimelineWatcher
 from hudi_clusterd.settings import Settings, TableSpec
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import Storage, open_storage
 from hudi_clusterd.table.hoodie_table import HoodieTable, timeline_folder
 
 log = structlog.get_logger(__name__)
@@ -171,7 +171,7 @@ class TableWorker:
         """The table, kept between ticks; opened again when its base path or lock settings change."""
         key = self.table_key(settings, spec)
         if self.table is None or self._table_key != key:
-            storage = Storage(spec.base_path)
+            storage = open_storage(spec.base_path)
             self.table = HoodieTable.open(spec.base_path, storage, lock_provider=self.daemon.lock_provider(
                 settings, spec, storage))
             self._table_key = key

@@ -28,7 +28,7 @@ from hudi_clusterd.formats.bloom import (
     BloomFilterType,
     HudiBloomFilter,
 )
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import Storage, StorageSpec
 from hudi_clusterd.table.markers import IOType, create_marker
 from hudi_clusterd.table.partition_metadata import ensure_partition_metadata
 
@@ -48,7 +48,7 @@ FILE_ID_COLUMN = "__hudi_file_id"  # optional input column: write these rows as 
 class BaseFileWriteSpec:
     """Everything a task needs to write base files of one instant (picklable; shipped to executors)."""
 
-    base_path: str  # as ``Storage`` takes it on the executor (an absolute local path or a URI)
+    storage: StorageSpec | str  # the table's storage as the task opens it (`open_storage`): a spec, a path or a URI
     instant_time: str
     data_schema: pa.Schema  # the table's data columns (no meta columns), in file order
     avro_schema_json: str  # the Avro schema *with* meta fields, for ``parquet.avro.schema``
@@ -136,7 +136,7 @@ class OpenBaseFile:
         ensure_partition_metadata(storage, partition, spec.instant_time)
         self.fixed = fixed  # a new slice of an existing file group: never rolled over
         create_marker(storage, spec.instant_time, partition, self.name, io_type)
-        self.stream = storage.fs.open_output_stream(storage.full_path(self.rel))
+        self.stream = storage.open_output(self.rel)
         dictionary = True if spec.dictionary_columns is None else list(spec.dictionary_columns)
         self.writer = pq.ParquetWriter(self.stream, spec.file_schema, compression=spec.compression,
                                        store_schema=False, use_dictionary=dictionary)

@@ -48,7 +48,7 @@ from hudi_clusterd.formats.avro_schema import (
     PARTITION_PATH_FIELD,
     RECORD_KEY_FIELD,
 )
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import Storage, open_storage
 from hudi_clusterd.table.base_file import (
     AVRO_SCHEMA_FOOTER,
     BALANCE_TOLERANCE,
@@ -93,7 +93,7 @@ class BaseFileTaskWriter:
                  file_id_prefix: str | None = None) -> None:
         self.spec = spec
         self.task = task
-        self.storage = storage if storage is not None else Storage(spec.base_path)
+        self.storage = storage if storage is not None else open_storage(spec.storage)
         self.prefix = file_id_prefix or str(uuid.uuid4())
         self.files_opened = 0
         self.row_index = 0

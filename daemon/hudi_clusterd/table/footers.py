@@ -23,7 +23,7 @@ __all__ = ["ColumnRange", "FooterRanges", "column_ranges_by_path", "leaf_columns
 
 def _file_range(storage: Storage, bf: BaseFile, column: str) -> ColumnRange | None:
     try:
-        with storage.fs.open_input_file(storage.full_path(bf.relative_path)) as f:
+        with storage.open_input_file(bf.relative_path) as f:
             md = pq.ParquetFile(f).metadata
     except Exception as e:  # a damaged footer must not stop planning: the file just has no known range
         log.warning("cannot read parquet footer", file=bf.relative_path, error=str(e))

@@ -23,7 +23,7 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import TableError
 from hudi_clusterd.lock import FileSystemLockProvider, Lease, LockProvider
-from hudi_clusterd.storage import FileInfo, Storage
+from hudi_clusterd.storage import FileInfo, Storage, open_storage
 from hudi_clusterd.table import clustering_queries as queries
 from hudi_clusterd.table import instant_times, listing, properties
 from hudi_clusterd.table.clock import SYSTEM_CLOCK, Clock
@@ -59,7 +59,7 @@ class HoodieTable:
 
     @classmethod
     def exists(cls, base_path: str) -> bool:
-        return Storage(base_path).exists(PROPERTIES_FILE)
+        return open_storage(base_path).exists(PROPERTIES_FILE)
 
     @classmethod
     def open(cls, base_path: str, storage: Storage | None = None, *, lock_provider: LockProvider | None = None,
@@ -67,14 +67,14 @@ class HoodieTable:
         """Open an existing table; refuses versions, layouts and types this daemon does not support.
 
         ``lock_provider`` takes the table's lock (default: the file lock in the table's ``.hoodie``)."""
-        storage = storage or Storage(base_path)
+        storage = storage or open_storage(base_path)
         return cls(storage, properties.read_existing_config(storage), lock_provider=lock_provider, clock=clock)
 
     @classmethod
     def create(cls, base_path: str, config: TableConfig, storage: Storage | None = None, *,
                clock: Clock = SYSTEM_CLOCK) -> HoodieTable:
         """Lay out a new, empty table: ``.hoodie/`` with its sub-folders and ``hoodie.properties``."""
-        storage = storage or Storage(base_path)
+        storage = storage or open_storage(base_path)
         properties.lay_out(storage, config, clock)
         log.info("created table", base_path=storage.base_uri, name=config.name)
         return cls(storage, config, clock=clock)
@@ -118,7 +118,7 @@ class HoodieTable:
     @property
     def ref(self) -> TableRef:
         """What a data engine needs of this table (`ops.ports.GroupRunner`)."""
-        return TableRef(self.name, self.base_path, self.config)
+        return TableRef(self.name, self.storage.spec, self.config)
 
     def read_properties_text(self) -> str:
         return properties.read_properties_text(self.storage)

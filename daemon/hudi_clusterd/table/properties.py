@@ -7,7 +7,7 @@ from datetime import UTC
 from hudi_clusterd.domain.table_config import TIMELINE_HISTORY_PATH, TableConfig
 from hudi_clusterd.errors import StorageError, TableError, TimelineError
 from hudi_clusterd.formats.java_properties import format_properties, parse_properties
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import Storage, open_storage
 from hudi_clusterd.table.clock import Clock
 from hudi_clusterd.table.timeline_store import META_FOLDER
 
@@ -66,7 +66,7 @@ def read_properties_text(storage: Storage) -> str:
 
 def timeline_folder(base_path: str) -> str:
     """The timeline folder of the table at ``base_path``, relative to it (``.hoodie`` when it cannot be read)."""
-    storage = Storage(base_path)
+    storage = open_storage(base_path)
     try:
         return read_config(storage).timeline_layout.folder
     except (StorageError, TableError, TimelineError):

@@ -14,14 +14,14 @@ import pytest
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock import AUX_LOCK_FILE, LOCK_FILE, FileSystemLockProvider, LockOptions
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import Storage, open_storage
 from tests.builders import TableGen
 
 _HOLDER = """
 import sys, time
 from hudi_clusterd.lock import FileSystemLockProvider, LockOptions
-from hudi_clusterd.storage import Storage
-lease = FileSystemLockProvider(Storage(sys.argv[1]), LockOptions(stale_s=float(sys.argv[2]))).acquire()
+from hudi_clusterd.storage import Storage, open_storage
+lease = FileSystemLockProvider(open_storage(sys.argv[1]), LockOptions(stale_s=float(sys.argv[2]))).acquire()
 print("held", flush=True)
 time.sleep(600)
 """
@@ -40,7 +40,7 @@ def test_lock_excludes_another_process_and_names_holder(tmp_path: Path) -> None:
     try:
         owner = json.loads((tmp_path / LOCK_FILE).read_text())["owner"]
         with pytest.raises(LockError, match=f"held by {owner}"):
-            FileSystemLockProvider(Storage(str(tmp_path)), LockOptions(timeout_s=0.3)).acquire()
+            FileSystemLockProvider(open_storage(str(tmp_path)), LockOptions(timeout_s=0.3)).acquire()
     finally:
         holder.kill()
         holder.wait()
@@ -51,7 +51,7 @@ def test_lock_of_killed_process_is_taken_over_when_stale(tmp_path: Path) -> None
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
     assert (tmp_path / LOCK_FILE).exists()  # a dead holder leaves its file behind
-    lease = FileSystemLockProvider(Storage(str(tmp_path)), LockOptions(timeout_s=10, stale_s=0.4)).acquire()
+    lease = FileSystemLockProvider(open_storage(str(tmp_path)), LockOptions(timeout_s=10, stale_s=0.4)).acquire()
     # its heartbeat stopped, so both its files went stale and were taken over
     assert json.loads((tmp_path / AUX_LOCK_FILE).read_text())["owner"] == lease.owner
     lease.release()
@@ -62,14 +62,14 @@ def test_lock_live_holder_heartbeat_prevents_takeover(tmp_path: Path) -> None:
     holder = _start_holder(tmp_path, 0.4)
     try:
         with pytest.raises(LockError):
-            FileSystemLockProvider(Storage(str(tmp_path)), LockOptions(timeout_s=1.5, stale_s=0.4)).acquire()
+            FileSystemLockProvider(open_storage(str(tmp_path)), LockOptions(timeout_s=1.5, stale_s=0.4)).acquire()
     finally:
         holder.kill()
         holder.wait()
 
 
 def test_lock_threads_of_one_process_are_serialised(tmp_path: Path) -> None:
-    provider = FileSystemLockProvider(Storage(str(tmp_path)), LockOptions(timeout_s=10))
+    provider = FileSystemLockProvider(open_storage(str(tmp_path)), LockOptions(timeout_s=10))
     inside = 0
     max_inside = 0
     guard = threading.Lock()
@@ -114,7 +114,7 @@ def test_a_hudi_writers_lock_is_never_taken_over_when_its_writers_never_expire_i
     # Then the daemon waits, however old it is, and says whose it is and what to do
     with pytest.raises(LockError, match=r"\.hoodie/lock: timed out .* held by an Apache Hudi writer; Hudi's lock "
                                         r"files never expire"):
-        FileSystemLockProvider(Storage(str(tmp_path)), LockOptions(timeout_s=0.3, stale_s=0.1)).acquire()
+        FileSystemLockProvider(open_storage(str(tmp_path)), LockOptions(timeout_s=0.3, stale_s=0.1)).acquire()
     assert (tmp_path / LOCK_FILE).read_bytes() == HUDI_LOCK
     assert not (tmp_path / AUX_LOCK_FILE).exists()  # the aux lock taken meanwhile was given back
 
@@ -125,10 +125,10 @@ def test_a_hudi_writers_lock_is_taken_over_only_after_the_writers_expiry(tmp_pat
     options = LockOptions(timeout_s=0.3, stale_s=0.1, expire_minutes=1)
     # Then it is theirs until a minute has passed
     with pytest.raises(LockError, match="held by an Apache Hudi writer"):
-        FileSystemLockProvider(Storage(str(tmp_path)), options).acquire()
+        FileSystemLockProvider(open_storage(str(tmp_path)), options).acquire()
     # And when it is older than their expiry, it is taken over, as Hudi's own provider would
     _hudi_lock(tmp_path / LOCK_FILE, age_s=61, content=HUDI_LOCK_INFO)
-    provider = FileSystemLockProvider(Storage(str(tmp_path)), options)
+    provider = FileSystemLockProvider(open_storage(str(tmp_path)), options)
     with provider.held() as lease:
         assert json.loads((tmp_path / LOCK_FILE).read_text())["owner"] == lease.owner
         assert provider.heartbeat_interval_s <= 15.0  # refreshed well within the writers' expiry
@@ -138,11 +138,11 @@ def test_the_aux_lock_of_hudis_utilities_excludes_the_daemon_and_expires_after_a
     # Given .hoodie/.aux/lock as Hudi's SQL procedures and utilities hold it (expire=1)
     _hudi_lock(tmp_path / AUX_LOCK_FILE, age_s=10)
     with pytest.raises(LockError, match=r"\.hoodie/\.aux/lock: timed out"):
-        FileSystemLockProvider(Storage(str(tmp_path)), LockOptions(timeout_s=0.3)).acquire()
+        FileSystemLockProvider(open_storage(str(tmp_path)), LockOptions(timeout_s=0.3)).acquire()
     assert not (tmp_path / LOCK_FILE).exists()  # the main lock was given back while waiting
     # And once older than a minute it is dead for them and for us
     _hudi_lock(tmp_path / AUX_LOCK_FILE, age_s=61)
-    with FileSystemLockProvider(Storage(str(tmp_path)), LockOptions(timeout_s=1)).held() as lease:
+    with FileSystemLockProvider(open_storage(str(tmp_path)), LockOptions(timeout_s=1)).held() as lease:
         assert json.loads((tmp_path / AUX_LOCK_FILE).read_text())["owner"] == lease.owner
         assert json.loads((tmp_path / LOCK_FILE).read_text())["owner"] == lease.owner
 
@@ -153,14 +153,14 @@ def test_the_writers_lock_path_is_honoured(tmp_path: Path) -> None:
     table.mkdir()
     options = LockOptions(timeout_s=0.3, path=str(locks))
     # Then the daemon holds <folder>/lock (and the aux lock), not .hoodie/lock
-    with FileSystemLockProvider(Storage(str(table)), options).held() as lease:
+    with FileSystemLockProvider(open_storage(str(table)), options).held() as lease:
         assert json.loads((locks / "lock").read_text())["owner"] == lease.owner
         assert not (table / LOCK_FILE).exists()
     assert not (locks / "lock").exists()
     # And a writer holding that file excludes the daemon
     _hudi_lock(locks / "lock", age_s=5)
     with pytest.raises(LockError, match=f"{locks}/lock: timed out"):
-        FileSystemLockProvider(Storage(str(table)), options).acquire()
+        FileSystemLockProvider(open_storage(str(table)), options).acquire()
 
 
 def test_a_lock_deleted_under_its_holder_stops_every_later_timeline_write(tmp_path: Path) -> None:
@@ -186,7 +186,7 @@ def test_a_lock_deleted_under_its_holder_stops_every_later_timeline_write(tmp_pa
 
 def test_storage_without_atomic_create_is_refused_naming_the_lock_file(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    storage = Storage(str(tmp_path))
+    storage = open_storage(str(tmp_path))
     monkeypatch.setattr(Storage, "supports_atomic_create", property(lambda self: False))
     with pytest.raises(LockError, match=rf"{tmp_path}/\.hoodie/lock: this storage .* no atomic create-if-absent"):
         FileSystemLockProvider(storage)

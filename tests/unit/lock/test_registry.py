@@ -17,7 +17,7 @@ from hudi_clusterd.lock import (
     lock_provider_from_properties,
 )
 from hudi_clusterd.lock.file import file_lock_options
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 from tests.builders import make_policy
 
 _PKG = "org.apache.hudi.client.transaction.lock."
@@ -35,7 +35,7 @@ REFUSED = [
                                    {PROVIDER_KEY: f" {FILE_SYSTEM_PROVIDER} "}, {PROVIDER_KEY: ""}],
                          ids=["absent", "named", "padded", "empty"])
 def test_the_file_system_provider_is_the_default_and_its_own_name(tmp_path: Path, props: dict[str, str]) -> None:
-    provider = lock_provider_from_properties(props, Storage(str(tmp_path)), timeout_s=3, stale_s=7)
+    provider = lock_provider_from_properties(props, open_storage(str(tmp_path)), timeout_s=3, stale_s=7)
     assert isinstance(provider, FileSystemLockProvider)
     assert (provider.options.timeout_s, provider.options.stale_s) == (3, 7)
     assert provider.timeout_s == 3
@@ -44,7 +44,7 @@ def test_the_file_system_provider_is_the_default_and_its_own_name(tmp_path: Path
 @pytest.mark.parametrize("name", REFUSED)
 def test_every_other_provider_is_refused_in_one_line_naming_it_and_what_to_use(tmp_path: Path, name: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        lock_provider_from_properties({PROVIDER_KEY: name}, Storage(str(tmp_path)))
+        lock_provider_from_properties({PROVIDER_KEY: name}, open_storage(str(tmp_path)))
     message = str(caught.value)
     assert "\n" not in message
     assert f"{PROVIDER_KEY}: {name} is not supported yet; use {FILE_SYSTEM_PROVIDER}" in message
@@ -58,7 +58,7 @@ def test_the_file_system_keys_reach_the_file_lock(tmp_path: Path) -> None:
     table.mkdir()
     props = {PROVIDER_KEY: FILE_SYSTEM_PROVIDER, "hoodie.write.lock.filesystem.path": str(locks),
              "hoodie.write.lock.filesystem.expire": "3"}
-    provider = lock_provider_from_properties(props, Storage(str(table)), timeout_s=1)
+    provider = lock_provider_from_properties(props, open_storage(str(table)), timeout_s=1)
     assert isinstance(provider, FileSystemLockProvider)
     assert provider.options.expire_minutes == 3
     with provider.acquire() as lease:
@@ -69,7 +69,7 @@ def test_the_file_system_keys_reach_the_file_lock(tmp_path: Path) -> None:
 def test_a_lock_path_that_is_not_absolute_is_refused_when_the_lock_keys_are_read(tmp_path: Path) -> None:
     bad = {"hoodie.write.lock.filesystem.path": "locks"}
     with pytest.raises(ConfigError, match=r"hoodie\.write\.lock\.filesystem\.path: must be an absolute path or a URI"):
-        lock_provider_from_properties(bad, Storage(str(tmp_path)))
+        lock_provider_from_properties(bad, open_storage(str(tmp_path)))
     assert lock_problems(bad) == [
         "hoodie.write.lock.filesystem.path: must be an absolute path or a URI (a folder holding the lock file), "
         "got 'locks'"]
@@ -95,12 +95,12 @@ def test_lock_properties_are_the_write_lock_keys_sorted() -> None:
 def test_providers_built_with_one_set_of_mutexes_queue_their_threads_on_it(tmp_path: Path) -> None:
     # Given two handles of one table built by one process with its mutexes
     mutexes = LocalMutexes()
-    first = lock_provider_from_properties({}, Storage(str(tmp_path)), timeout_s=0.2, mutexes=mutexes)
-    second = lock_provider_from_properties({}, Storage(str(tmp_path)), timeout_s=0.2, mutexes=mutexes)
+    first = lock_provider_from_properties({}, open_storage(str(tmp_path)), timeout_s=0.2, mutexes=mutexes)
+    second = lock_provider_from_properties({}, open_storage(str(tmp_path)), timeout_s=0.2, mutexes=mutexes)
     # Then while one holds the lock, the other waits in this process, not on the lock files
     with first.acquire(), pytest.raises(LockError, match="waiting for another thread of this process"):
         second.acquire()
     # And a provider built without them waits on the lock files
-    alone = lock_provider_from_properties({}, Storage(str(tmp_path)), timeout_s=0.2)
+    alone = lock_provider_from_properties({}, open_storage(str(tmp_path)), timeout_s=0.2)
     with first.acquire(), pytest.raises(LockError, match="waiting for the table lock held by"):
         alone.acquire()

@@ -13,7 +13,7 @@ from hudi_clusterd.cli import main
 from hudi_clusterd.errors import ConfigError, LockError
 from hudi_clusterd.lock import FileSystemLockProvider, LockOptions
 from hudi_clusterd.ops.schedule import schedule
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen, make_policy
 from tests.harness.hudi_rs_checks import hudi_rs_rows
@@ -43,7 +43,7 @@ def test_schedule_trigger_not_met_writes_nothing_and_says_why(tmp_path: Path) ->
 def test_a_schedule_that_finds_nothing_to_do_never_takes_the_table_lock(tmp_path: Path) -> None:
     """Another writer holds the lock: a call that plans nothing returns at once, one that would plan waits."""
     gen = _table_with_commits(tmp_path, 3)
-    storage = Storage(str(gen.base))
+    storage = open_storage(str(gen.base))
     table = HoodieTable.open(str(gen.base), storage,
                              lock_provider=FileSystemLockProvider(storage, LockOptions(timeout_s=0.3)))
     writer = FileSystemLockProvider(table.storage, LockOptions(timeout_s=1))

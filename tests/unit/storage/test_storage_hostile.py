@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hudi_clusterd.errors import StorageError
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 
 
 @pytest.mark.parametrize("uri", ["file:{base}-evil/p/f.parquet", "file:{base}/p/../../x.parquet",
@@ -15,4 +15,4 @@ from hudi_clusterd.storage import Storage
 def test_storage_rel_from_uri_sibling_or_traversal_is_refused(tmp_path: Path, uri: str) -> None:
     base = tmp_path / "t"
     with pytest.raises(StorageError, match="outside the table"):
-        Storage(str(base)).rel_from_uri(uri.format(base=base))
+        open_storage(str(base)).rel_from_uri(uri.format(base=base))

@@ -18,7 +18,7 @@ DATA = pa.schema([("id", pa.int64()), ("v", pa.int32()), ("part", pa.string())])
 
 
 def _spec(base: Path, **kw: object) -> BaseFileWriteSpec:
-    return BaseFileWriteSpec(base_path=str(base), instant_time=T, data_schema=DATA,
+    return BaseFileWriteSpec(storage=str(base), instant_time=T, data_schema=DATA,
                              avro_schema_json=arrow_to_avro_json(DATA, "t", with_meta_fields=True), **kw)  # type: ignore[arg-type]
 
 

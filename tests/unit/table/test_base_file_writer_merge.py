@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.base_file_writer import FILE_ID_COLUMN, BaseFileTaskWriter, BaseFileWriteSpec, TaskIds
 from hudi_clusterd.table.markers import IOType, list_markers
 
@@ -18,7 +18,7 @@ DATA = pa.schema([("id", pa.int64()), ("v", pa.int32())])
 
 
 def _spec(base: Path) -> BaseFileWriteSpec:
-    return BaseFileWriteSpec(base_path=str(base), instant_time=T, data_schema=DATA,
+    return BaseFileWriteSpec(storage=str(base), instant_time=T, data_schema=DATA,
                              avro_schema_json=arrow_to_avro_json(DATA, "t", with_meta_fields=True),
                              preserve_meta_fields=True)
 
@@ -51,7 +51,7 @@ def test_writer_merge_rows_over_several_batches_become_one_new_slice(tmp_path: P
     assert d["_hoodie_file_name"] == [files[0].path.rsplit("/", 1)[1]] * 4
     assert FILE_ID_COLUMN not in d
     # And the slice's marker says MERGE, the new group's CREATE
-    markers = {m.data_file_name: m.io_type for m in list_markers(Storage(str(tmp_path)), T)}
+    markers = {m.data_file_name: m.io_type for m in list_markers(open_storage(str(tmp_path)), T)}
     assert markers == {files[0].path.rsplit("/", 1)[1]: IOType.MERGE, files[1].path.rsplit("/", 1)[1]: IOType.CREATE}
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.ordering.quality import read_boxes
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.footers import column_ranges_by_path, leaf_columns
 
 NESTED = pa.table({
@@ -64,7 +64,7 @@ def _files(tmp_path: Path, n: int) -> list[BaseFile]:
 
 def test_planning_footer_reads_leave_no_footer_behind(tmp_path: Path, no_cyclic_collection: None) -> None:
     files = _files(tmp_path, 20)
-    found = column_ranges_by_path(Storage(str(tmp_path)), files, "x")
+    found = column_ranges_by_path(open_storage(str(tmp_path)), files, "x")
     assert found == {bf.relative_path: (float(i), float(i) + 1) for i, bf in enumerate(files)}
     assert _waiting_footers() == 0
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.markers import (
     DIRECT,
     TIMELINE_SERVER_BASED,
@@ -23,14 +23,14 @@ F2 = "f2-0_1-1-3_20240101000000001.parquet"
 
 def test_create_marker_direct_layout_is_hudis(tmp_path: Path) -> None:
     # Given a table folder; When a marker is created for a file of partition a=1/b=2
-    create_marker(Storage(str(tmp_path)), T, "a=1/b=2", F1)
+    create_marker(open_storage(str(tmp_path)), T, "a=1/b=2", F1)
     # Then it is an empty file under .hoodie/.temp/<instant>/<partition>/
     path = tmp_path / ".hoodie/.temp" / T / "a=1/b=2" / f"{F1}.marker.CREATE"
     assert path.is_file() and path.read_bytes() == b""
 
 
 def test_list_markers_direct_partitioned_and_root_returns_all(tmp_path: Path) -> None:
-    storage = Storage(str(tmp_path))
+    storage = open_storage(str(tmp_path))
     create_marker(storage, T, "2024/01/01", F1)
     create_marker(storage, T, "", F2, IOType.MERGE)
     create_marker(storage, T, "2024/01/01", F1)  # idempotent
@@ -45,18 +45,18 @@ def test_list_markers_timeline_server_based_reads_markers_files(tmp_path: Path) 
     (folder / "MARKERS.type").write_text(TIMELINE_SERVER_BASED)
     (folder / "MARKERS0").write_text(f"10/{F1}.marker.CREATE\n")
     (folder / "MARKERS1").write_text(f"20/{F2}.marker.MERGE\n\n")
-    storage = Storage(str(tmp_path))
+    storage = open_storage(str(tmp_path))
     # Then both files are read and the type is detected
     assert marker_type(storage, T) == TIMELINE_SERVER_BASED
     assert [m.data_file_path for m in list_markers(storage, T)] == [f"10/{F1}", f"20/{F2}"]
 
 
 def test_list_markers_without_folder_is_empty(tmp_path: Path) -> None:
-    assert list_markers(Storage(str(tmp_path)), T) == []
+    assert list_markers(open_storage(str(tmp_path)), T) == []
 
 
 def test_delete_markers_removes_instant_folder_only(tmp_path: Path) -> None:
-    storage = Storage(str(tmp_path))
+    storage = open_storage(str(tmp_path))
     create_marker(storage, T, "p", F1)
     create_marker(storage, "20240101000000002", "p", F2)
     delete_markers(storage, T)

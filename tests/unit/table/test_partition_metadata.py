@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.partition_metadata import (
     PARTITION_METAFILE,
     ensure_partition_metadata,
@@ -29,7 +29,7 @@ def test_format_partition_metadata_matches_hudi_layout() -> None:
 
 
 def test_ensure_partition_metadata_writes_once(tmp_path: Path) -> None:
-    storage = Storage(str(tmp_path))
+    storage = open_storage(str(tmp_path))
     # When two instants ensure the same partition
     assert ensure_partition_metadata(storage, "a=1/b=2", "20240101000000001") is True
     assert ensure_partition_metadata(storage, "a=1/b=2", "20240101000000002") is False
@@ -40,7 +40,7 @@ def test_ensure_partition_metadata_writes_once(tmp_path: Path) -> None:
 
 
 def test_ensure_partition_metadata_non_partitioned_writes_at_root(tmp_path: Path) -> None:
-    storage = Storage(str(tmp_path))
+    storage = open_storage(str(tmp_path))
     ensure_partition_metadata(storage, "", "20240101000000001")
     assert read_partition_metadata(storage, "") == {"commitTime": "20240101000000001", "partitionDepth": "0"}
 
@@ -48,10 +48,10 @@ def test_ensure_partition_metadata_non_partitioned_writes_at_root(tmp_path: Path
 def test_ensure_partition_metadata_base_format_variant_counts(tmp_path: Path) -> None:
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / f"{PARTITION_METAFILE}.parquet").write_bytes(b"PAR1")
-    assert ensure_partition_metadata(Storage(str(tmp_path)), "p", "20240101000000001") is False
+    assert ensure_partition_metadata(open_storage(str(tmp_path)), "p", "20240101000000001") is False
     assert not (tmp_path / "p" / PARTITION_METAFILE).exists()
 
 
 def test_read_partition_metadata_golden_file(golden_tables: Path) -> None:
-    storage = Storage(str(golden_tables / "v6_simplekeygen_nonhivestyle_overwritetable"))
+    storage = open_storage(str(golden_tables / "v6_simplekeygen_nonhivestyle_overwritetable"))
     assert read_partition_metadata(storage, "10") == {"commitTime": "20240707001301554", "partitionDepth": "1"}

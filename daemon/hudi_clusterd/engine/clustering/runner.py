@@ -26,7 +26,6 @@ from hudi_clusterd.engine.clustering.scan import GroupScan, ScanFile
 from hudi_clusterd.engine.clustering.sizing import output_bytes_per_row, output_file_groups, writing_tasks
 from hudi_clusterd.engine.clustering.sorting import exchange_layout, sort_for_layout
 from hudi_clusterd.engine.files import (
-    executor_base_path,
     literal_read_path,
     spark_arrow_schema,
     spark_error_message,
@@ -122,8 +121,7 @@ class SparkGroupRunner:
     def read_group(self, storage: Storage, files: Sequence[ScanFile]) -> DataFrame:
         """The group's rows, without the two meta columns the writer sets anyway (``_hoodie_file_name`` is
         rewritten, ``_hoodie_partition_path`` is the group's partition): they would only widen the shuffle."""
-        paths = [literal_read_path(storage.full_path(f.path) if storage.is_local else storage.uri(f.path))
-                 for f in files]
+        paths = [literal_read_path(storage.uri(f.path)) for f in files]
         df = self.spark.read.option("mergeSchema", "true").parquet(*paths)
         return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD)
 
@@ -138,7 +136,7 @@ class SparkGroupRunner:
         order = plan.strategy.work_order
         target_file_bytes = order.target_file_max_bytes
         size = output_bytes_per_row(
-            self.spark, executor_base_path(storage), [storage.rel_from_uri(s.data_file_path) for s in group.slices],
+            self.spark, storage.spec, [storage.rel_from_uri(s.data_file_path) for s in group.slices],
             CLUSTERING_COMPRESSION, row_group_bytes(target_file_bytes), order.sort_columns,
             (FILE_NAME_FIELD, PARTITION_PATH_FIELD))
         if size is None:
@@ -164,7 +162,7 @@ class SparkGroupRunner:
         columns = order.sort_columns
         if not columns:
             return GroupLayout(df.repartition(n_out), rows, shape, data_schema)
-        scan = GroupScan(self.spark, executor_base_path(storage), tuple(files), df.schema)
+        scan = GroupScan(self.spark, storage.spec, tuple(files), df.schema)
         runs = exchange_layout(df, scan, columns, order.layout_strategy, order.curve_build_method,
                                order.curve_sample_size, n_out,
                                ranges_per_partition(rows, n_out, shape.memory_bytes_per_row), rows=rows)
@@ -207,7 +205,7 @@ class SparkGroupRunner:
             laid_out = self.layout(storage, plan, index, self.scan_files(storage, files))
             rows = laid_out.count
             spec = BaseFileWriteSpec(
-                base_path=executor_base_path(storage), instant_time=instant,
+                storage=storage.spec, instant_time=instant,
                 data_schema=laid_out.data_schema,
                 avro_schema_json=arrow_to_avro_json(laid_out.data_schema, table.name, with_meta_fields=True),
                 populate_meta_fields=table.config.populate_meta_fields, preserve_meta_fields=True,

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import Storage, StorageSpec, open_storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -98,7 +98,7 @@ def read_conformed(storage: Storage, rel: str, schema: pa.Schema, batch_rows: in
     """The rows of base file ``rel`` in batches conformed to ``schema`` (only its columns are read)."""
     source = storage.full_path(rel)
     try:
-        with storage.fs.open_input_file(source) as f:
+        with storage.open_input_file(rel) as f:
             parquet = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
             present = set(parquet.schema_arrow.names)
             columns = [name for name in schema.names if name in present]
@@ -116,7 +116,7 @@ class GroupScan:
     them, minus the columns the caller dropped)."""
 
     spark: SparkSession
-    base_path: str
+    storage: StorageSpec | str  # the table's storage, as tasks open it (`open_storage`)
     files: tuple[ScanFile, ...]
     schema: StructType
 
@@ -139,10 +139,10 @@ class GroupScan:
         sizes = [f.size for f in self.files]
         tasks = scan_tasks(sizes, default_parallelism(self.spark))
         assignment = [[self.files[i].path for i in files] for files in assign_files(sizes, tasks)]
-        base_path = self.base_path
+        spec = self.storage
 
         def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            storage = Storage(base_path)
+            storage = open_storage(spec)
 
             def conformed() -> Iterator[pa.RecordBatch]:
                 for batch in batches:  # one row per task: its index in `assignment`

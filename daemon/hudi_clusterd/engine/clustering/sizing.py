@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 import structlog
 
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import Storage, StorageSpec, open_storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -122,7 +122,7 @@ def sample_bytes_per_row(storage: Storage, paths: Sequence[str], codec: str, row
     per_file = max(1, sample_rows // len(paths))
     tables = []
     for rel in paths:
-        with storage.fs.open_input_file(storage.full_path(rel)) as f:
+        with storage.open_input_file(rel) as f:
             batch = next(pq.ParquetFile(f).iter_batches(batch_size=per_file), None)
         if batch is not None and batch.num_rows:
             table = pa.Table.from_batches([batch])
@@ -138,7 +138,7 @@ def sample_bytes_per_row(storage: Storage, paths: Sequence[str], codec: str, row
     return SampleSize(sample.num_rows, size, sample.nbytes, dictionary)
 
 
-def output_bytes_per_row(spark: SparkSession, base_path: str, paths: Sequence[str], codec: str,
+def output_bytes_per_row(spark: SparkSession, storage: StorageSpec, paths: Sequence[str], codec: str,
                          row_group_bytes: int, sort_columns: Sequence[str],
                          drop_columns: Sequence[str] = ()) -> RowSize | None:
     """Estimated bytes per row of a clustering output, on disk and in memory (see the module's text); None
@@ -150,7 +150,7 @@ def output_bytes_per_row(spark: SparkSession, base_path: str, paths: Sequence[st
     def measure(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for _ in batches:  # the one row of input only triggers the task
             pass
-        sample = sample_bytes_per_row(Storage(base_path), chosen, codec, row_group_bytes, columns, dropped)
+        sample = sample_bytes_per_row(open_storage(storage), chosen, codec, row_group_bytes, columns, dropped)
         yield pa.RecordBatch.from_arrays(
             [*(pa.array([v], pa.int64()) for v in (sample.rows, sample.disk, sample.memory)),
              pa.array([list(sample.dictionary_columns)], pa.list_(pa.string()))],

@@ -263,7 +263,7 @@ def upsert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, extra_meta
     file group was rewritten concurrently (rolled back); ``ExecutionError`` for Spark failures (rolled back)."""
     from pyspark import StorageLevel
 
-    from hudi_clusterd.engine.files import executor_base_path, write_file_groups
+    from hudi_clusterd.engine.files import write_file_groups
     from hudi_clusterd.engine.ingest.writer import (
         _output_partitions,
         abort_and_raise,
@@ -315,7 +315,7 @@ def upsert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, extra_meta
             parts.append(_insert_rows(tagged, schema, out_partitions))
         handle = start_commit(table, extra=extra_metadata, operation=Operation.UPSERT)
         spec = BaseFileWriteSpec(
-            base_path=executor_base_path(table.storage), instant_time=handle.instant_time, data_schema=schema,
+            storage=table.storage.spec, instant_time=handle.instant_time, data_schema=schema,
             avro_schema_json=arrow_to_avro_json(schema, config.name, with_meta_fields=True),
             populate_meta_fields=True, preserve_meta_fields=True, max_file_bytes=max_bytes,
             compression=compression or DEFAULT_COMPRESSION, **(bloom or BloomSettings()).spec_fields(),

@@ -19,7 +19,7 @@ import structlog
 
 from hudi_clusterd.domain.commit import Operation
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.engine.files import executor_base_path, spark_arrow_schema, spark_error_message, write_file_groups
+from hudi_clusterd.engine.files import spark_arrow_schema, spark_error_message, write_file_groups
 from hudi_clusterd.errors import ClusterdError, ExecutionError, TableError
 from hudi_clusterd.formats.avro_schema import (
     META_FIELDS,
@@ -59,7 +59,7 @@ def table_data_schema(table: HoodieTable, timeline: Timeline | None = None) -> p
     if not files:
         return None
     newest = max(files, key=lambda f: (f.instant_time, f.relative_path))
-    with table.storage.fs.open_input_file(table.storage.full_path(newest.relative_path)) as f:
+    with table.storage.open_input_file(newest.relative_path) as f:
         return normalize_arrow_schema(strip_meta_fields(pq.read_schema(f)))
 
 
@@ -173,7 +173,7 @@ def insert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, operation:
     avro = arrow_to_avro_json(schema, config.name)
     handle = start_commit(table, extra=extra_metadata, operation=op)
     spec = BaseFileWriteSpec(
-        base_path=executor_base_path(table.storage), instant_time=handle.instant_time, data_schema=schema,
+        storage=table.storage.spec, instant_time=handle.instant_time, data_schema=schema,
         avro_schema_json=arrow_to_avro_json(schema, config.name, with_meta_fields=True),
         populate_meta_fields=config.populate_meta_fields, max_file_bytes=max_bytes,
         compression=compression or DEFAULT_COMPRESSION, **(bloom or BloomSettings()).spec_fields(),

@@ -57,7 +57,7 @@ class MetadataTableBase:
                  new_time: Callable[[], str]) -> None:
         self.data_storage = data_storage
         self.data_config = data_config
-        self.storage = Storage(data_storage.full_path(METADATA_FOLDER), data_storage.fs)
+        self.storage = data_storage.child(METADATA_FOLDER)
         self.before_write = before_write
         """Called before every write (the data table's lock check)."""
         self.new_time = new_time

@@ -112,7 +112,7 @@ class ColumnIndexes:
             hit = self._ranges.get(key)
         if hit is not None:
             return hit
-        with storage.fs.open_input_file(full) as f:
+        with storage.open_input_file(ws.path) as f:
             footer = pq.ParquetFile(f).metadata
         name = ws.path.rsplit("/", 1)[-1]
         ranges = cs.file_column_ranges(footer, name, columns, table_version=mdt.table_version, version=iversion,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from hudi_clusterd.engine.clustering.scan import SPLIT_BYTES, assign_files, conform, read_conformed, scan_tasks
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 
 MIB = 1024 * 1024
 
@@ -70,7 +70,7 @@ def test_read_conformed_reads_int96_as_microseconds_in_batches(tmp_path: Path) -
     pq.write_table(table, tmp_path / "f.parquet", use_deprecated_int96_timestamps=True)
     schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
 
-    batches = list(read_conformed(Storage(str(tmp_path)), "f.parquet", schema, batch_rows=2))
+    batches = list(read_conformed(open_storage(str(tmp_path)), "f.parquet", schema, batch_rows=2))
 
     assert [b.num_rows for b in batches] == [2, 1]
     assert pa.Table.from_batches(batches).column("ts").to_pylist() == [
@@ -80,4 +80,4 @@ def test_read_conformed_reads_int96_as_microseconds_in_batches(tmp_path: Path) -
 def test_read_conformed_names_a_damaged_file(tmp_path: Path) -> None:
     (tmp_path / "bad.parquet").write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1")
     with pytest.raises(ExecutionError, match=r"bad\.parquet: cannot read the base file"):
-        list(read_conformed(Storage(str(tmp_path)), "bad.parquet", TARGET))
+        list(read_conformed(open_storage(str(tmp_path)), "bad.parquet", TARGET))

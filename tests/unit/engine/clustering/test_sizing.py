@@ -17,7 +17,7 @@ from hudi_clusterd.engine.clustering.sizing import (
     writing_tasks,
 )
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 
 MIB = 1 << 20
 
@@ -69,7 +69,7 @@ def _append_only_files(base: Path, files: int, rows: int) -> list[str]:
 def test_sample_is_measured_in_output_order(tmp_path: Path) -> None:
     # Given 8 append-only gzip files: sorting by x scatters their commit times, seqnos and ids
     names = _append_only_files(tmp_path, 8, 2_000)
-    storage = Storage(str(tmp_path))
+    storage = open_storage(str(tmp_path))
     # When sampled in output order (sorted by x), with the file name dropped as the runner drops it
     sample = sample_bytes_per_row(storage, names, "gzip", 1 * MIB, ["x"], ["_hoodie_file_name"],
                                   sample_rows=8_000)
@@ -95,7 +95,7 @@ def test_sample_chooses_dictionaries_column_by_column(tmp_path: Path) -> None:
     # Given rows with a repeated commit time, a small set of categories, and unique ids and seqnos
     names = _append_only_files(tmp_path, 4, 3_000)
     # When sampled
-    sample = sample_bytes_per_row(Storage(str(tmp_path)), names, "snappy", 1 * MIB, ["x"], ["_hoodie_file_name"])
+    sample = sample_bytes_per_row(open_storage(str(tmp_path)), names, "snappy", 1 * MIB, ["x"], ["_hoodie_file_name"])
     # Then the repeated columns are dictionary-encoded and the unique ones are not
     assert {"_hoodie_commit_time", "x"} <= set(sample.dictionary_columns)
     assert not {"id", "_hoodie_commit_seqno"} & set(sample.dictionary_columns)
@@ -111,12 +111,12 @@ def test_sample_chooses_dictionaries_column_by_column(tmp_path: Path) -> None:
 def test_sample_merges_files_with_an_added_column(tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": [1, 2]}), tmp_path / "a.parquet")
     pq.write_table(pa.table({"id": [3], "extra": ["x"]}), tmp_path / "b.parquet")
-    sample = sample_bytes_per_row(Storage(str(tmp_path)), ["a.parquet", "b.parquet"], "snappy", MIB, ["id"])
+    sample = sample_bytes_per_row(open_storage(str(tmp_path)), ["a.parquet", "b.parquet"], "snappy", MIB, ["id"])
     assert sample.rows == 3 and sample.disk > 0 and sample.memory > 0
 
 
 def test_sample_of_nothing_is_empty(tmp_path: Path) -> None:
-    assert sample_bytes_per_row(Storage(str(tmp_path)), [], "snappy", MIB, ["id"]) == SampleSize(0, 0, 0)
+    assert sample_bytes_per_row(open_storage(str(tmp_path)), [], "snappy", MIB, ["id"]) == SampleSize(0, 0, 0)
 
 
 @pytest.mark.parametrize(("files", "tasks"), [(1, 1), (4, 1), (5, 2), (16, 4), (763, 191), (0, 1)])

@@ -15,7 +15,7 @@ from hudi_clusterd.formats.hfile import SCHEMA_KEY, write_hfile
 from hudi_clusterd.formats.log import HeaderKey, LogFileName, decode_log_file, encode_block, hfile_data_block
 from hudi_clusterd.formats.metadata import records as rec
 from hudi_clusterd.formats.metadata.record_format import HUDI_0_15, HUDI_1_0, HUDI_1_2, MetadataRecordFormat
-from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.metadata.writer import MetadataTable
 from tests.support import new_metadata_table
 
@@ -32,7 +32,7 @@ def _table(base: Path, version: int) -> MetadataTable:
     props = base / ".hoodie" / "metadata" / ".hoodie" / "hoodie.properties"
     props.write_text(props.read_text().replace("hoodie.table.version=9", f"hoodie.table.version={version}"))
     times = iter(["20261126010101500", "20261126010202500"])
-    storage = Storage(str(base))
+    storage = open_storage(str(base))
     storage.makedirs("p=a")
     return MetadataTable(storage, config, before_write=lambda: None, new_time=lambda: next(times))
 

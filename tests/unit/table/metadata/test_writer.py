@@ -17,7 +17,7 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import MetadataTableError
 from hudi_clusterd.formats.avro import encode_commit_metadata_v2
 from hudi_clusterd.formats.log import LogFileName, decode_log_file
-from hudi_clusterd.storage import FileInfo, Storage, is_stale_temp_file
+from hudi_clusterd.storage import FileInfo, StorageSpec, is_stale_temp_file, open_storage
 from hudi_clusterd.table.metadata.writer import MetadataTable
 from tests.builders import small_table
 from tests.support import METADATA_INIT as INIT
@@ -34,7 +34,7 @@ def mdt_table(base: Path, version: int) -> MetadataTable:
     config = TableConfig({**config.raw, "hoodie.table.metadata.partitions": "files"})
     new_metadata_table(base, version)
     times = iter(["20261126010101500", "20261126010202500", "20261126010303500"])
-    storage = Storage(str(base))
+    storage = open_storage(str(base))
     storage.makedirs("p=a")
     return MetadataTable(storage, config, before_write=lambda: None, new_time=lambda: next(times))
 
@@ -204,3 +204,18 @@ def test_a_table_handle_keeps_one_metadata_table_with_its_prepared_column_ranges
     with pytest.raises(MetadataTableError):
         gen.table.check_clusterable()
     assert gen.table.metadata_table() is not mdt
+
+
+@pytest.mark.parametrize("scheme", ["s3", "gs"])
+def test_rollback_plan_names_log_files_by_uri_with_the_table_scheme(scheme: str) -> None:
+    # Given a data table on an object store (nothing is read: the plan is built from names)
+    config = TableConfig.for_new_table(name="t", record_key_fields=["id"], partition_fields=["p"], table_version=6)
+    data = open_storage(StorageSpec(f"{scheme}://bucket/tbl"))
+    mdt = MetadataTable(data, config, before_write=lambda: None, new_time=lambda: R)
+    log_file = f"files/.files-0000-0_{T}.log.1_0-0-0"
+    # When the metadata rollback of instant T is planned
+    plan = mdt._rollback_plan(T, [log_file])
+    # Then the files to delete are full URIs of the metadata table, under the data table's bucket and scheme
+    assert [r["filesToBeDeleted"] for r in plan["RollbackRequests"]] == [
+        [f"{scheme}://bucket/tbl/.hoodie/metadata/{log_file}"]]
+    assert mdt.storage.rel_from_uri(plan["RollbackRequests"][0]["filesToBeDeleted"][0]) == log_file

@@ -1,0 +1,191 @@
+"""Storage over a pyarrow file system, for every URI that is not local (``hdfs://``, ``s3://``, ``gs://``...).
+
+Paths and URIs are worked out from the spec's URI alone, and the file system is built on first I/O: a storage
+can name its files (plans, messages, ``child``) without reaching the network. The spec's options are given to
+pyarrow as the URI's query parameters (``region``, ``endpoint_override``...).
+
+Create-if-absent is a check followed by a write, which two writers can both pass: object stores cannot do better
+through pyarrow, and HDFS's own exclusive create is not reachable through ``pyarrow.fs``. So ``atomic_create``
+is False (the table lock refuses such storage), and conditional updates are not offered. Renames are atomic on
+HDFS only (an object store copies, then deletes). A file is written in place: an object store shows it whole once
+its stream is closed, HDFS shows it while it is written (``atomic_put`` is False there).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from urllib.parse import urlencode, urlsplit
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from hudi_clusterd.errors import StorageError
+from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, inside, join, parent_of
+
+_PATH_ONLY_SCHEMES = frozenset({"hdfs", "viewfs", "file"})
+"""Schemes whose host (a name node) is not part of the file system's paths."""
+_ATOMIC_RENAME_SCHEMES = frozenset({"hdfs", "viewfs", "file"})
+
+
+def _fs_path(uri: str, scheme: str) -> str:
+    """The file system path of a URI: the path for HDFS and local files, bucket and key for object stores."""
+    parts = urlsplit(uri)
+    if scheme in _PATH_ONLY_SCHEMES:
+        return parts.path or "/"
+    return join(parts.netloc, parts.path)
+
+
+class ArrowStorage(Storage):
+    """File operations relative to one base path of a pyarrow file system."""
+
+    def __init__(self, spec: StorageSpec | str, filesystem: pafs.FileSystem | None = None) -> None:
+        spec = spec if isinstance(spec, StorageSpec) else StorageSpec(spec)
+        if "://" not in spec.uri:
+            raise StorageError(f"{spec.uri}: not a URI")
+        if "?" in spec.uri or "#" in spec.uri:
+            raise StorageError(f"{spec.uri}: give file system options as the spec's options, not in the URI")
+        self.spec = spec
+        self.base_uri = spec.uri.rstrip("/") or spec.uri
+        scheme = spec.scheme
+        self.capabilities = Capabilities(atomic_create=False, conditional_update=False,
+                                         atomic_rename=scheme in _ATOMIC_RENAME_SCHEMES,
+                                         atomic_put=scheme not in _PATH_ONLY_SCHEMES)
+        self.root = _fs_path(self.base_uri, scheme)
+        self._fs = filesystem
+        self._fs_lock = threading.Lock()
+
+    def _filesystem(self) -> pafs.FileSystem:
+        if self._fs is None:
+            with self._fs_lock:
+                if self._fs is None:
+                    query = "?" + urlencode(dict(self.spec.options)) if self.spec.options else ""
+                    try:
+                        self._fs = pafs.FileSystem.from_uri(self.base_uri + query)[0]
+                    except Exception as e:
+                        raise StorageError(f"cannot open storage for {self.base_uri!r}: {e}") from e
+        return self._fs
+
+    # --- paths ------------------------------------------------------------------------------------------------
+
+    def full_path(self, rel: str = "") -> str:
+        return join(self.root, rel)
+
+    def uri(self, rel: str = "") -> str:
+        rel = rel.strip("/")
+        return f"{self.base_uri}/{rel}" if rel else self.base_uri
+
+    def rel_from_uri(self, uri: str) -> str:
+        path = _fs_path(uri, self.spec.scheme) if "://" in uri else uri
+        return inside(posixpath.normpath(path), self.root, uri, self.base_uri)
+
+    def child(self, rel: str) -> ArrowStorage:
+        return ArrowStorage(self.spec.child(rel), self._fs)
+
+    def _wrap(self, op: str, rel: str, e: Exception) -> StorageError:
+        return StorageError(f"{op} {self.full_path(rel)}: {e}")
+
+    # --- reading ----------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _to_info(rel: str, fi: pafs.FileInfo) -> FileInfo:
+        mtime_ns = fi.mtime_ns
+        is_dir = fi.type == pafs.FileType.Directory
+        size = 0 if is_dir else int(fi.size or 0)
+        version = None if is_dir or mtime_ns is None else f"{mtime_ns:x}.{size:x}"
+        return FileInfo(rel, size, int(mtime_ns // 1_000_000) if mtime_ns is not None else 0, is_dir, version)
+
+    def info(self, rel: str) -> FileInfo | None:
+        try:
+            fi = self._filesystem().get_file_info(self.full_path(rel))
+        except OSError as e:
+            raise self._wrap("stat", rel, e) from e
+        if fi.type == pafs.FileType.NotFound:
+            return None
+        return self._to_info(rel, fi)
+
+    def list_dir(self, rel: str = "") -> list[FileInfo]:
+        selector = pafs.FileSelector(self.full_path(rel), allow_not_found=True, recursive=False)
+        try:
+            infos = self._filesystem().get_file_info(selector)
+        except OSError as e:
+            raise self._wrap("list", rel, e) from e
+        return sorted((self._to_info(join(rel, fi.base_name), fi) for fi in infos), key=lambda f: f.name)
+
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            with self._filesystem().open_input_stream(self.full_path(rel)) as f:
+                return bytes(f.read())
+        except FileNotFoundError as e:
+            raise StorageError(f"file not found: {self.full_path(rel)}") from e
+        except OSError as e:
+            raise self._wrap("read", rel, e) from e
+
+    def open_input_file(self, rel: str) -> pa.NativeFile:
+        try:
+            return self._filesystem().open_input_file(self.full_path(rel))
+        except FileNotFoundError as e:
+            raise StorageError(f"file not found: {self.full_path(rel)}") from e
+        except OSError as e:
+            raise self._wrap("open", rel, e) from e
+
+    # --- writing ----------------------------------------------------------------------------------------------
+
+    def open_output(self, rel: str) -> pa.NativeFile:
+        fs = self._filesystem()
+        try:
+            try:
+                return fs.open_output_stream(self.full_path(rel))
+            except FileNotFoundError:  # a file system with real folders, and the folder is missing
+                fs.create_dir(self.full_path(parent_of(rel)), recursive=True)
+                return fs.open_output_stream(self.full_path(rel))
+        except OSError as e:
+            raise self._wrap("write", rel, e) from e
+
+    def put(self, rel: str, data: bytes, *, mode: PutMode = PutMode.OVERWRITE, if_match: str | None = None
+            ) -> FileInfo | None:
+        self._check_conditional(rel, mode, if_match)
+        if mode is PutMode.CREATE and self.exists(rel):
+            return None
+        with self.open_output(rel) as f:
+            try:
+                f.write(data)
+            except OSError as e:
+                raise self._wrap("write", rel, e) from e
+        return self.info(rel)
+
+    def makedirs(self, rel: str) -> None:
+        try:
+            self._filesystem().create_dir(self.full_path(rel), recursive=True)
+        except OSError as e:
+            raise self._wrap("mkdir", rel, e) from e
+
+    def rename(self, src: str, dst: str) -> None:
+        try:
+            self._filesystem().move(self.full_path(src), self.full_path(dst))
+        except FileNotFoundError as e:
+            raise StorageError(f"rename {self.full_path(src)}: not found") from e
+        except OSError as e:
+            raise self._wrap("rename", src, e) from e
+
+    def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
+        self._check_conditional(rel, None, if_match)
+        try:
+            self._filesystem().delete_file(self.full_path(rel))
+            return True
+        except FileNotFoundError:
+            if missing_ok:
+                return False
+            raise StorageError(f"delete {self.full_path(rel)}: not found") from None
+        except OSError as e:
+            raise self._wrap("delete", rel, e) from e
+
+    def delete_dir(self, rel: str) -> None:
+        try:
+            if self.exists(rel):
+                self._filesystem().delete_dir(self.full_path(rel))
+        except OSError as e:
+            raise self._wrap("delete folder", rel, e) from e
+
+    def touch(self, rel: str) -> None:
+        self.put(rel, self.read_bytes(rel))

@@ -1,0 +1,236 @@
+"""The storage seam: what every storage of a table offers, whatever it is built on.
+
+Paths given to ``Storage`` methods are relative to the storage's base path, with ``/`` separators. A storage is
+opened from a `StorageSpec` (``hudi_clusterd.storage.open_storage``); each implementation declares what it can
+do atomically (`Capabilities`), and callers that need a guarantee check it instead of asking what the storage is.
+
+Writes: `Storage.put` writes a whole file (so that readers never see it partly written, where ``atomic_put``
+holds: local, memory and object stores, not HDFS), either unconditionally
+(``PutMode.OVERWRITE``) or only when absent (``PutMode.CREATE``, which returns None when the file exists), and,
+given ``if_match``, only over the exact version read before (compare-and-swap): a mismatch raises
+`PreconditionFailed`. A storage without the ``conditional_update`` capability refuses ``if_match`` with a
+`StorageError` rather than pretend: it cannot compare and swap atomically.
+"""
+
+from __future__ import annotations
+
+import enum
+import posixpath
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hudi_clusterd.errors import StorageError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """One file or folder of a storage."""
+
+    path: str  # relative to the base path
+    size: int
+    mtime_ms: int
+    is_dir: bool
+    version: str | None = None
+    """Changes whenever the file is overwritten (None for folders, and where the storage cannot tell)."""
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+class PutMode(enum.Enum):
+    OVERWRITE = "overwrite"
+    CREATE = "create"  # only if absent
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a storage does atomically."""
+
+    atomic_create: bool  # PutMode.CREATE: of racing creators exactly one wins
+    conditional_update: bool  # put/delete with if_match compare and swap atomically
+    atomic_rename: bool  # rename moves a file in one step (never two copies, never none)
+    atomic_put: bool  # readers never see a file that put is still writing
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """Where a storage is (a local path or a URI) and the options its file system needs (credentials stay out:
+    they come from the environment). Picklable: Spark tasks get a spec and open it (`open_storage`)."""
+
+    uri: str
+    options: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def scheme(self) -> str:
+        """``file`` for a plain path, else the URI's scheme in lower case."""
+        return self.uri.split("://", 1)[0].lower() if "://" in self.uri else "file"
+
+    def child(self, rel: str) -> StorageSpec:
+        """The spec of folder ``rel`` below this one."""
+        return StorageSpec(join(self.uri, rel) if "://" not in self.uri else _join_uri(self.uri, rel),
+                           self.options)
+
+
+def join(*parts: str) -> str:
+    """Path parts joined with ``/``, leading and trailing slashes of each part dropped (a leading ``/`` of the
+    first part is kept)."""
+    joined = "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+    return "/" + joined if parts and parts[0].startswith("/") else joined
+
+
+def _join_uri(uri: str, rel: str) -> str:
+    rel = rel.strip("/")
+    return uri.rstrip("/") + "/" + rel if rel else uri
+
+
+def parent_of(rel: str) -> str:
+    return rel.rsplit("/", 1)[0] if "/" in rel else ""
+
+
+_TEMP_FILE = re.compile(r"\.(?:.+\.)?[0-9a-f]{32}\.tmp")
+"""Name of the temporary file of an atomic write (`LocalStorage`): ``.<uuid hex>.tmp``. It carries no part of
+the final name: Hudi 0.15 takes any name that starts with a dot and *contains* a log file's name for a log file
+(its pattern is not anchored at the end), so a temporary ``..files-0000-0_<t>.log.1_0-0-0.<uuid>.tmp`` in a
+metadata table partition would be listed, and then fail its reader once renamed. ``.<name>.<uuid hex>.tmp`` is
+recognised too."""
+
+
+def temp_file_name(uuid_hex: str) -> str:
+    """The name of an atomic write's temporary file (see `_TEMP_FILE`: never a name Hudi lists)."""
+    return f".{uuid_hex}.tmp"
+
+
+def is_temp_file(name: str) -> bool:
+    """Whether ``name`` is the name of an atomic write's temporary file."""
+    return _TEMP_FILE.fullmatch(name) is not None
+
+
+def is_stale_temp_file(entry: FileInfo, now_s: float, older_than_s: float) -> bool:
+    """Whether a listed entry is a temporary file of an atomic write (``.<32 hex>.tmp``, the exact form
+    `LocalStorage` creates) last modified over ``older_than_s`` ago: left by a process killed between writing and
+    renaming it (a live write takes milliseconds)."""
+    return (not entry.is_dir and is_temp_file(entry.name)
+            and entry.mtime_ms < (now_s - older_than_s) * 1000)
+
+
+class Storage(ABC):
+    """File operations relative to one base path (see the module docstring)."""
+
+    spec: StorageSpec
+    base_uri: str
+    """The base path as given (no trailing slash): the table's name in messages and keys."""
+    capabilities: Capabilities
+
+    # --- paths ------------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def full_path(self, rel: str = "") -> str:
+        """The path of ``rel`` without scheme, as messages name it."""
+
+    @abstractmethod
+    def uri(self, rel: str = "") -> str:
+        """A full path with scheme, as Hudi records files in its plans and as Spark reads them."""
+
+    @abstractmethod
+    def rel_from_uri(self, uri: str) -> str:
+        """Inverse of ``uri``: a path relative to the base path; refuses paths outside it (`StorageError`)."""
+
+    @abstractmethod
+    def child(self, rel: str) -> Storage:
+        """A storage of the same kind rooted at folder ``rel`` (its URIs keep the scheme)."""
+
+    @property
+    def supports_atomic_create(self) -> bool:
+        """Whether create-if-absent is atomic (needed by the file-based table lock)."""
+        return self.capabilities.atomic_create
+
+    # --- reading ----------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def info(self, rel: str) -> FileInfo | None:
+        """The file or folder ``rel``; None when absent."""
+
+    def exists(self, rel: str) -> bool:
+        return self.info(rel) is not None
+
+    @abstractmethod
+    def list_dir(self, rel: str = "") -> list[FileInfo]:
+        """Entries directly in a folder, by name; empty when the folder does not exist."""
+
+    @abstractmethod
+    def read_bytes(self, rel: str) -> bytes:
+        """A whole file; `StorageError` naming it when absent."""
+
+    @abstractmethod
+    def open_input_file(self, rel: str) -> pa.NativeFile:
+        """A random-access reader of a file (what pyarrow's parquet reader takes); close it (``with``)."""
+
+    # --- writing ----------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def put(self, rel: str, data: bytes, *, mode: PutMode = PutMode.OVERWRITE, if_match: str | None = None
+            ) -> FileInfo | None:
+        """Write a whole file (atomically for readers where ``atomic_put`` holds). ``PutMode.CREATE`` returns
+        None when the file exists; ``if_match`` (with ``OVERWRITE``) writes only over that version, else raises
+        `PreconditionFailed` (also when the file is gone). Returns the written file's info."""
+
+    def write_bytes(self, rel: str, data: bytes, *, overwrite: bool = False) -> bool:
+        """``put`` as a yes/no: with ``overwrite=False`` the file is created only if absent, and False is
+        returned when it already exists."""
+        return self.put(rel, data, mode=PutMode.OVERWRITE if overwrite else PutMode.CREATE) is not None
+
+    @abstractmethod
+    def open_output(self, rel: str) -> pa.NativeFile:
+        """A stream writing a new file in place (not atomic: for base files, which no reader trusts before their
+        commit); the file exists once the stream is closed."""
+
+    @abstractmethod
+    def makedirs(self, rel: str) -> None:
+        ...
+
+    @abstractmethod
+    def rename(self, src: str, dst: str) -> None:
+        """Move a file over ``dst``; `StorageError` when ``src`` is gone (one of racing movers wins where
+        ``atomic_rename`` holds: stale locks are taken over this way)."""
+
+    @abstractmethod
+    def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
+        """Delete one file; True if it existed. ``if_match``: only that version, else `PreconditionFailed`."""
+
+    @abstractmethod
+    def delete_dir(self, rel: str) -> None:
+        """Delete a folder and everything in it (nothing when absent)."""
+
+    @abstractmethod
+    def touch(self, rel: str) -> None:
+        """Refresh a file's modification time (lock heartbeats)."""
+
+    # --- shared checks ----------------------------------------------------------------------------------------
+
+    def _check_conditional(self, rel: str, mode: PutMode | None, if_match: str | None) -> None:
+        if if_match is None:
+            return
+        if not self.capabilities.conditional_update:
+            raise StorageError(f"{self.full_path(rel)}: this storage ({self.spec.scheme}) cannot update a file "
+                               "conditionally")
+        if mode is PutMode.CREATE:
+            raise StorageError(f"{self.full_path(rel)}: if_match applies to an overwrite, not to a create")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.base_uri!r})"
+
+
+def inside(path: str, root: str, uri: str, base: str) -> str:
+    """``path`` (normalised) relative to ``root``; `StorageError` naming ``uri`` when outside."""
+    norm = posixpath.normpath(path) if path else path
+    root = root.rstrip("/")
+    if root and not (norm == root or norm.startswith(root + "/")):
+        raise StorageError(f"path {uri!r} is outside the table's base path {base!r}")
+    return norm[len(root):].lstrip("/")

@@ -1,0 +1,20 @@
+"""`open_storage`: the one way to get a `Storage` from a path, a URI or a `StorageSpec`."""
+
+from __future__ import annotations
+
+from hudi_clusterd.storage.arrow import ArrowStorage
+from hudi_clusterd.storage.base import Storage, StorageSpec
+from hudi_clusterd.storage.local import LocalStorage
+from hudi_clusterd.storage.memory import MemoryStorage
+
+
+def open_storage(spec_or_uri: StorageSpec | str) -> Storage:
+    """The storage a spec names, chosen by scheme: a plain path or ``file:`` is local, ``memory://<name>`` a
+    memory volume of this process, anything else a pyarrow file system (opened on first I/O)."""
+    spec = spec_or_uri if isinstance(spec_or_uri, StorageSpec) else StorageSpec(spec_or_uri)
+    scheme = spec.scheme
+    if scheme == "file":
+        return LocalStorage(spec)
+    if scheme == "memory":
+        return MemoryStorage(spec)
+    return ArrowStorage(spec)

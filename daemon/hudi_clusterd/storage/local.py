@@ -1,0 +1,209 @@
+"""Storage on the local (or a mounted) file system.
+
+Instant files must appear whole: a file is written to a hidden temporary name in the same folder (``.<uuid
+hex>.tmp``, see ``base._TEMP_FILE``), flushed to disk, and then linked into place (create-if-absent: the link
+fails when the name exists, so of racing creators exactly one wins) or renamed over the old file (overwrite).
+A file's version is its inode, modification time and size: an overwrite brings a new inode (the temporary
+file's), so the version changes on every overwrite. Conditional updates are not offered: no local primitive
+replaces a file only if it is still a given version.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from hudi_clusterd.errors import StorageError
+from hudi_clusterd.storage.base import (
+    Capabilities,
+    FileInfo,
+    PutMode,
+    Storage,
+    StorageSpec,
+    inside,
+    join,
+    parent_of,
+    temp_file_name,
+)
+
+LOCAL_CAPABILITIES = Capabilities(atomic_create=True, conditional_update=False, atomic_rename=True, atomic_put=True)
+
+
+def _local_path(uri: str) -> str:
+    path = uri
+    if path.startswith("file:"):
+        path = path[len("file:"):]
+        while path.startswith("//"):
+            path = path[1:]
+    return str(Path(path).expanduser().resolve())
+
+
+def _version(st: os.stat_result) -> str:
+    return f"{st.st_ino:x}.{st.st_mtime_ns:x}.{st.st_size:x}"
+
+
+def _info(rel: str, st: os.stat_result) -> FileInfo:
+    is_dir = stat.S_ISDIR(st.st_mode)
+    return FileInfo(rel, 0 if is_dir else int(st.st_size), int(st.st_mtime_ns // 1_000_000), is_dir,
+                    None if is_dir else _version(st))
+
+
+class LocalStorage(Storage):
+    """File operations relative to one local folder."""
+
+    capabilities = LOCAL_CAPABILITIES
+
+    def __init__(self, spec: StorageSpec | str) -> None:
+        spec = spec if isinstance(spec, StorageSpec) else StorageSpec(spec)
+        if spec.scheme != "file":
+            raise StorageError(f"{spec.uri}: not a local path")
+        self.base_uri = spec.uri.rstrip("/") or spec.uri
+        self.root = _local_path(spec.uri)
+        self.spec = StorageSpec(self.root, spec.options)  # absolute: executors open the same folder
+
+    def full_path(self, rel: str = "") -> str:
+        return join(self.root, rel)
+
+    def uri(self, rel: str = "") -> str:
+        return "file:" + self.full_path(rel)
+
+    def rel_from_uri(self, uri: str) -> str:
+        path = uri
+        if path.startswith("file:"):
+            path = path[len("file:"):]
+            while path.startswith("//"):
+                path = path[1:]
+        elif "://" in path:
+            raise StorageError(f"path {uri!r} is outside the table's base path {self.base_uri!r}")
+        return inside(os.path.normpath(path), self.root, uri, self.base_uri)
+
+    def child(self, rel: str) -> LocalStorage:
+        return LocalStorage(self.spec.child(rel))
+
+    def _wrap(self, op: str, rel: str, e: Exception) -> StorageError:
+        return StorageError(f"{op} {self.full_path(rel)}: {e}")
+
+    def info(self, rel: str) -> FileInfo | None:
+        try:
+            return _info(rel, os.stat(self.full_path(rel)))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            raise self._wrap("stat", rel, e) from e
+
+    def list_dir(self, rel: str = "") -> list[FileInfo]:
+        out = []
+        try:
+            with os.scandir(self.full_path(rel)) as entries:
+                for entry in entries:
+                    try:
+                        out.append(_info(join(rel, entry.name), entry.stat()))
+                    except FileNotFoundError:
+                        continue  # deleted while listed
+        except FileNotFoundError:
+            return []
+        except OSError as e:
+            raise self._wrap("list", rel, e) from e
+        return sorted(out, key=lambda f: f.name)
+
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            with open(self.full_path(rel), "rb") as f:
+                return f.read()
+        except FileNotFoundError as e:
+            raise StorageError(f"file not found: {self.full_path(rel)}") from e
+        except OSError as e:
+            raise self._wrap("read", rel, e) from e
+
+    def open_input_file(self, rel: str) -> pa.NativeFile:
+        try:
+            return pafs.LocalFileSystem().open_input_file(self.full_path(rel))
+        except FileNotFoundError as e:
+            raise StorageError(f"file not found: {self.full_path(rel)}") from e
+        except OSError as e:
+            raise self._wrap("open", rel, e) from e
+
+    def open_output(self, rel: str) -> pa.NativeFile:
+        try:
+            os.makedirs(self.full_path(parent_of(rel)), exist_ok=True)
+            return pafs.LocalFileSystem().open_output_stream(self.full_path(rel))
+        except OSError as e:
+            raise self._wrap("write", rel, e) from e
+
+    def makedirs(self, rel: str) -> None:
+        try:
+            os.makedirs(self.full_path(rel), exist_ok=True)
+        except OSError as e:
+            raise self._wrap("mkdir", rel, e) from e
+
+    def put(self, rel: str, data: bytes, *, mode: PutMode = PutMode.OVERWRITE, if_match: str | None = None
+            ) -> FileInfo | None:
+        self._check_conditional(rel, mode, if_match)
+        final = self.full_path(rel)
+        folder = self.full_path(parent_of(rel))
+        tmp = os.path.join(folder, temp_file_name(uuid.uuid4().hex))  # never a name Hudi lists
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+                st = os.fstat(f.fileno())  # link and rename keep inode, mtime and size: the final version
+            if mode is PutMode.OVERWRITE:
+                os.replace(tmp, final)
+            else:
+                try:
+                    os.link(tmp, final)
+                except FileExistsError:
+                    return None
+            return _info(rel, st)
+        except OSError as e:
+            if e.errno == errno.EEXIST:
+                return None
+            raise self._wrap("write", rel, e) from e
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def rename(self, src: str, dst: str) -> None:
+        try:
+            os.makedirs(self.full_path(parent_of(dst)), exist_ok=True)
+            os.replace(self.full_path(src), self.full_path(dst))
+        except FileNotFoundError as e:
+            raise StorageError(f"rename {self.full_path(src)}: not found") from e
+        except OSError as e:
+            raise self._wrap("rename", src, e) from e
+
+    def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
+        self._check_conditional(rel, None, if_match)
+        try:
+            os.unlink(self.full_path(rel))
+            return True
+        except FileNotFoundError:
+            if missing_ok:
+                return False
+            raise StorageError(f"delete {self.full_path(rel)}: not found") from None
+        except OSError as e:
+            raise self._wrap("delete", rel, e) from e
+
+    def delete_dir(self, rel: str) -> None:
+        try:
+            shutil.rmtree(self.full_path(rel))
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise self._wrap("delete folder", rel, e) from e
+
+    def touch(self, rel: str) -> None:
+        try:
+            os.utime(self.full_path(rel))
+        except OSError as e:
+            raise self._wrap("touch", rel, e) from e
+
