@@ -16,12 +16,11 @@ import os
 import sys
 from typing import Any
 
-import pyarrow.fs as pafs
-
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.table_config import LAYOUT_OF_VERSION, NEW_TABLE_VERSION, TableConfig
 from hudi_clusterd.errors import ClusterdError, ConfigError, ExecutionError, TableError
 from hudi_clusterd.exit_codes import EXIT_FAILURE, EXIT_TABLE
+from hudi_clusterd.storage import Storage, open_storage
 from hudi_clusterd.table.hoodie_table import PROPERTIES_FILE, HoodieTable
 
 _GLOB_CHARS = frozenset("*?[")
@@ -66,38 +65,38 @@ def _split(value: str | None) -> list[str]:
 
 def resolve_sources(source: str) -> list[str]:
     """Parquet files named by ``source``: a file, a folder (every ``*.parquet`` below it, hidden and ``_``
-    entries skipped), or a glob on the last path element; sorted, as paths Spark can read."""
-    is_uri = "://" in source
-    if is_uri:
-        fs, path = pafs.FileSystem.from_uri(source)
-        scheme = source.split("://", 1)[0]
-
-        def show(p: str) -> str:
-            return f"{scheme}://{p}"
-    else:
-        fs, path = pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(source))
-
-        def show(p: str) -> str:
-            return p
-    if _GLOB_CHARS & set(path):
-        parent, pattern = path.rsplit("/", 1)
+    entries skipped), or a glob on the last path element; sorted, as URIs Spark can read (``file:/...`` for a
+    local path)."""
+    location = source.rstrip("/") if "://" in source else os.path.abspath(os.path.expanduser(source))
+    parent, name = location.rsplit("/", 1) if "/" in location.split("://", 1)[-1] else (location, "")
+    storage = open_storage(parent or "/")
+    if _GLOB_CHARS & set(name):
         if _GLOB_CHARS & set(parent):
             raise ConfigError(f"--source {source}: only the last path element may contain a glob")
-        infos = fs.get_file_info(pafs.FileSelector(parent, allow_not_found=True))
-        found = [i.path for i in infos if i.type == pafs.FileType.File and fnmatch.fnmatch(i.base_name, pattern)]
+        found = [e.path for e in storage.list_dir() if not e.is_dir and fnmatch.fnmatch(e.name, name)]
     else:
-        info = fs.get_file_info(path)
-        if info.type == pafs.FileType.NotFound:
+        info = storage.info(name)
+        if info is None:
             raise ConfigError(f"--source {source}: no such file or folder")
-        if info.type == pafs.FileType.File:
-            found = [path]
-        else:
-            infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
-            found = [i.path for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
-                     and not any(part.startswith((".", "_")) for part in i.path[len(path):].split("/") if part)]
+        found = [name] if not info.is_dir else _parquet_files_below(storage, name)
     if not found:
         raise ConfigError(f"--source {source}: no parquet files found")
-    return [show(p) for p in sorted(found)]
+    return [storage.uri(p) for p in sorted(found)]
+
+
+def _parquet_files_below(storage: Storage, folder: str) -> list[str]:
+    """Every ``*.parquet`` file below ``folder``, hidden and ``_`` entries (Spark's markers) skipped."""
+    found: list[str] = []
+    stack = [folder]
+    while stack:
+        for entry in storage.list_dir(stack.pop()):
+            if entry.name.startswith((".", "_")):
+                continue
+            if entry.is_dir:
+                stack.append(entry.path)
+            elif entry.name.endswith(".parquet"):
+                found.append(entry.path)
+    return found
 
 
 def _warn_disagreements(args: argparse.Namespace, config: TableConfig) -> None:

@@ -19,9 +19,9 @@ def test_resolve_sources_file_folder_and_glob(tmp_path: Path) -> None:
     a, b, c = tmp_path / "in/a.parquet", tmp_path / "in/sub/b.parquet", tmp_path / "in/c.parquet"
     _touch(a, b, c, tmp_path / "in/_SUCCESS", tmp_path / "in/.a.parquet.crc", tmp_path / "in/_tmp/x.parquet",
            tmp_path / "in/notes.txt")
-    assert ingest.resolve_sources(str(a)) == [str(a)]
-    assert ingest.resolve_sources(str(tmp_path / "in")) == [str(a), str(c), str(b)]
-    assert ingest.resolve_sources(str(tmp_path / "in" / "*.parquet")) == [str(a), str(c)]
+    assert ingest.resolve_sources(str(a)) == [f"file:{a}"]
+    assert ingest.resolve_sources(str(tmp_path / "in")) == [f"file:{a}", f"file:{c}", f"file:{b}"]
+    assert ingest.resolve_sources(str(tmp_path / "in" / "*.parquet")) == [f"file:{a}", f"file:{c}"]
 
 
 @pytest.mark.parametrize("source", ["missing", "in/*.csv", "*/x.parquet"])
