@@ -82,9 +82,6 @@ class ArrowStorage(Storage):
     def child(self, rel: str) -> ArrowStorage:
         return ArrowStorage(self.spec.child(rel), self._fs)
 
-    def _wrap(self, op: str, rel: str, e: Exception) -> StorageError:
-        return StorageError(f"{op} {self.full_path(rel)}: {e}")
-
     # --- reading ----------------------------------------------------------------------------------------------
 
     @staticmethod
@@ -113,21 +110,12 @@ class ArrowStorage(Storage):
         return sorted((self._to_info(join(rel, fi.base_name), fi) for fi in infos), key=lambda f: f.name)
 
     def read_bytes(self, rel: str) -> bytes:
-        try:
-            with self._filesystem().open_input_stream(self.full_path(rel)) as f:
-                return bytes(f.read())
-        except FileNotFoundError as e:
-            raise StorageError(f"file not found: {self.full_path(rel)}") from e
-        except OSError as e:
-            raise self._wrap("read", rel, e) from e
+        with self._reading("read", rel), self._filesystem().open_input_stream(self.full_path(rel)) as f:
+            return bytes(f.read())
 
     def open_input_file(self, rel: str) -> pa.NativeFile:
-        try:
+        with self._reading("open", rel):
             return self._filesystem().open_input_file(self.full_path(rel))
-        except FileNotFoundError as e:
-            raise StorageError(f"file not found: {self.full_path(rel)}") from e
-        except OSError as e:
-            raise self._wrap("open", rel, e) from e
 
     # --- writing ----------------------------------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ import enum
 import posixpath
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -133,6 +134,19 @@ class Storage(ABC):
     @abstractmethod
     def full_path(self, rel: str = "") -> str:
         """The path of ``rel`` without scheme, as messages name it."""
+
+    def _wrap(self, op: str, rel: str, e: Exception) -> StorageError:
+        return StorageError(f"{op} {self.full_path(rel)}: {e}")
+
+    @contextmanager
+    def _reading(self, op: str, rel: str) -> Iterator[None]:
+        """Turn the file system's errors of reading ``rel`` into `StorageError`s naming it."""
+        try:
+            yield
+        except FileNotFoundError as e:
+            raise StorageError(f"file not found: {self.full_path(rel)}") from e
+        except OSError as e:
+            raise self._wrap(op, rel, e) from e
 
     @abstractmethod
     def uri(self, rel: str = "") -> str:

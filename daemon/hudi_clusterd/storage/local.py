@@ -87,9 +87,6 @@ class LocalStorage(Storage):
     def child(self, rel: str) -> LocalStorage:
         return LocalStorage(self.spec.child(rel))
 
-    def _wrap(self, op: str, rel: str, e: Exception) -> StorageError:
-        return StorageError(f"{op} {self.full_path(rel)}: {e}")
-
     def info(self, rel: str) -> FileInfo | None:
         try:
             return _info(rel, os.stat(self.full_path(rel)))
@@ -114,21 +111,12 @@ class LocalStorage(Storage):
         return sorted(out, key=lambda f: f.name)
 
     def read_bytes(self, rel: str) -> bytes:
-        try:
-            with open(self.full_path(rel), "rb") as f:
-                return f.read()
-        except FileNotFoundError as e:
-            raise StorageError(f"file not found: {self.full_path(rel)}") from e
-        except OSError as e:
-            raise self._wrap("read", rel, e) from e
+        with self._reading("read", rel), open(self.full_path(rel), "rb") as f:
+            return f.read()
 
     def open_input_file(self, rel: str) -> pa.NativeFile:
-        try:
+        with self._reading("open", rel):
             return pafs.LocalFileSystem().open_input_file(self.full_path(rel))
-        except FileNotFoundError as e:
-            raise StorageError(f"file not found: {self.full_path(rel)}") from e
-        except OSError as e:
-            raise self._wrap("open", rel, e) from e
 
     def open_output(self, rel: str) -> pa.NativeFile:
         try:
