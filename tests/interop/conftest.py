@@ -29,6 +29,7 @@ import pytest
 
 from tests.builders import EVENTS_SCHEMA, event_rows
 from tests.harness.apache_hudi import HudiWorker, HudiWorkers, events_writer_options
+from tests.harness.daemon_harness import assert_default_metadata_table, assert_layout
 from tests.harness.hudi_versions import SETUPS, HudiSetup
 
 EventsTable = tuple[Path, list[list[dict[str, Any]]]]
@@ -101,6 +102,10 @@ def events_table(apache_hudi: HudiWorker, _events_originals: dict[HudiSetup, Pat
         options = {**events_writer_options(setup), "hoodie.datasource.write.operation": "insert"}
         for b in range(EVENTS_BATCHES):
             apache_hudi.write(event_rows(b), original, options, schema=EVENTS_SCHEMA)
+        # the setup writes what it says: its table version, timeline layout and default metadata table (checked
+        # here in every run; tests/interop/test_hudi_harness.py checks it per harness feature in the long run)
+        assert_layout(original, setup)
+        assert_default_metadata_table(original, setup)
         _events_originals[setup] = original
     base = tmp_path / "events"
     shutil.copytree(original, base)

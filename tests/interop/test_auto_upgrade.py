@@ -30,7 +30,8 @@ from tests.harness.daemon_harness import clusterd, clusterings, completed_file, 
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.harness.hudi_versions import HUDI_1_2_V6, HUDI_1_2_V9
 
-pytestmark = [pytest.mark.hudi, pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.hudi, pytest.mark.integration, pytest.mark.spark,
+              pytest.mark.usefixtures("spark")]  # clusterd(...) runs in this process, on the session's Spark
 
 
 def _v6_table(worker: HudiWorker, base: Path) -> list[list[dict[str, Any]]]:

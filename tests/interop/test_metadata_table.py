@@ -40,7 +40,8 @@ from tests.harness.metadata_checks import (
     validate_files,
 )
 
-pytestmark = [pytest.mark.hudi, pytest.mark.integration]
+pytestmark = [pytest.mark.hudi, pytest.mark.integration,
+              pytest.mark.usefixtures("spark")]  # clusterd(...) runs in this process, on the session's Spark
 
 # Each release at its defaults: 0.15 writes version 6 with a files partition, 1.2 version 9 with files,
 # column_stats and partition_stats. (Version 8, and version 6 written by 1.2, are covered with the metadata table on
