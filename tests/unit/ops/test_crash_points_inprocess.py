@@ -33,7 +33,6 @@ from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
-from hudi_clusterd.table import hoodie_table
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.rollback import rollback_pending
 from tests.builders import TableGen, make_policy
@@ -97,13 +96,6 @@ def pristine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     assert rhythm is not None
     time.sleep(max(0.0, rhythm.settled_at_ms() / 1000.0 - time.time() + 0.05))
     return Pristine(base, version, expected)
-
-
-@pytest.fixture(autouse=True)
-def _no_clock_skew_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One process, one clock: the 200 ms a layout-2 writer waits after taking a time under the lock (for writers
-    on other hosts) orders nothing here, and would be most of each crash point's time."""
-    monkeypatch.setattr(hoodie_table, "CLOCK_SKEW_WAIT_S", 0.0)
 
 
 @pytest.fixture
