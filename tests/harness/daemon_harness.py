@@ -10,6 +10,7 @@ completes as ``<T>_<C>.replacecommit``. In both layouts a commit's inflight file
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -27,6 +28,7 @@ import fastavro
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.harness.apache_hudi import read_hoodie_properties
+from tests.harness.hudi_versions import HudiSetup
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen[bytes] | None = None,
@@ -114,15 +116,67 @@ def write_props(path: Path, base: Path, port: int, **policy: str) -> None:
     tmp.replace(path)
 
 
+SESSION_SQL_CONF = ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone",
+                    "spark.sql.execution.arrow.pyspark.enabled",
+                    "spark.sql.sources.partitionColumnTypeInference.enabled",
+                    "spark.sql.execution.rangeExchange.sampleSizePerPartition")
+"""Runtime settings a command's ``get_or_create_session`` sets on a session it joins (its defaults and
+``--spark-conf``), restored by `clusterd` after an in-process call."""
+
+
 def clusterd(*args: str) -> str:
-    """Run ``hudi-clusterd ARGS`` in its own process (``execute``/``cluster`` on a local[1] Spark); returns its
-    stdout, fails with its stderr."""
-    cmd = [sys.executable, "-m", "hudi_clusterd", *args]
-    if args[0] in ("execute", "cluster"):
+    """Run ``hudi-clusterd ARGS`` (``execute``/``cluster`` on Spark with 2 shuffle partitions); returns its stdout,
+    fails with its stderr.
+
+    In this process (``hudi_clusterd.cli.main``) when the test session's SparkSession is running (the command
+    joins it through ``engine/session.py``'s getOrCreate, and leaves it running; its runtime settings are restored
+    after), else in a process of its own on a local[1] Spark. The CLI process itself (argument parsing, exit
+    codes, stdout and stderr of a real process) is tested by tests/integration/test_cluster_managers.py,
+    tests/integration/test_demo.py and the daemon tests."""
+    from hudi_clusterd.engine.session import classic_session_running
+
+    cmd = list(args)
+    spark_command = args[0] in ("execute", "cluster")
+    if spark_command:
         cmd += ["--spark-master", "local[1]", "--spark-conf", "spark.sql.shuffle.partitions=2"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}"
-    return done.stdout
+    if not spark_command or classic_session_running():
+        code, out, err = _clusterd_in_process(cmd)
+    else:
+        done = subprocess.run([sys.executable, "-m", "hudi_clusterd", *cmd], capture_output=True, text=True,
+                              timeout=600)
+        code, out, err = done.returncode, done.stdout, done.stderr
+    assert code == 0, f"{' '.join(args)} exited {code}:\n{err[-3000:]}"
+    return out
+
+
+def _clusterd_in_process(cmd: list[str]) -> tuple[int, str, str]:
+    from hudi_clusterd.cli import main
+
+    saved: dict[str, str | None] = {}
+    session = _running_session()
+    if session is not None:
+        saved = {key: session.conf.get(key, None) for key in SESSION_SQL_CONF}
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(cmd)
+    finally:
+        if session is not None:
+            for key, value in saved.items():
+                if value is None:
+                    session.conf.unset(key)
+                else:
+                    session.conf.set(key, value)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _running_session() -> Any:
+    """The process's active classic SparkSession, or None (importing pyspark only when one may run)."""
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() or SparkSession._instantiatedSession
 
 
 # --- the timeline, in either layout ------------------------------------------------------------------------------
@@ -273,3 +327,33 @@ def clusterings(base: Path, *, replaced: bool | None = None) -> list[str]:
     file groups (True) or that replaced none, having lost every group to writers (False)."""
     return [t for t, meta in sorted(replacecommits(base).items()) if meta.get("operationType") == "CLUSTER"
             and (replaced is None or bool(meta.get("partitionToReplaceFileIds")) == replaced)]
+
+
+# --- what an Apache Hudi setup writes ------------------------------------------------------------------------
+
+
+def assert_layout(base: Path, setup: HudiSetup) -> None:
+    """The table has the setup's version and timeline layout, its instant files where that layout keeps them."""
+    props = read_hoodie_properties(base)
+    assert props["hoodie.table.version"] == str(setup.table_version)
+    assert props["hoodie.timeline.layout.version"] == str(setup.timeline_layout_version)
+    hoodie = base / ".hoodie"
+    in_root = sorted(p.name for p in hoodie.iterdir() if p.is_file() and p.name[0].isdigit())
+    if setup.timeline_layout_version == 1:
+        assert timeline_dir(base) == hoodie and not (hoodie / "timeline").exists()
+    else:
+        # layout 2: every instant file under .hoodie/timeline/, none left in .hoodie/ (Hudi would not see it)
+        assert props["hoodie.timeline.path"] == "timeline" and timeline_dir(base) == hoodie / "timeline"
+        assert not in_root, in_root
+        assert props["hoodie.table.initial.version"] == str(setup.table_version)
+    assert instant_files(base), sorted(p.name for p in hoodie.iterdir())
+
+
+def assert_default_metadata_table(base: Path, setup: HudiSetup) -> None:
+    """Hudi keeps its metadata table at the project's writer settings (its default): ``files`` on every release,
+    and ``column_stats`` (with ``partition_stats`` on a partitioned table) from Hudi 1.x on version 9."""
+    partitions = (read_hoodie_properties(base).get("hoodie.table.metadata.partitions") or "").split(",")
+    assert "files" in partitions, partitions
+    if setup.table_version >= 9:
+        assert "column_stats" in partitions, partitions
+    assert (base / ".hoodie" / "metadata" / ".hoodie" / "hoodie.properties").is_file()

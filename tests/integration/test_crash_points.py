@@ -52,7 +52,10 @@ from tests.support import free_port
 
 pytestmark = pytest.mark.spark
 
-CI_POINTS = 2  # each CI run draws its own seed, so CI covers the anchors over time
+# One real SIGKILL per CI run (a new seed each run: a process tree killed at a random moment, its temporary files,
+# heartbeat and lock left to a restart or an execute); every write boundary of schedule, execute, commit, recovery
+# and rollback is enumerated in-process in every run (tests/unit/ops/test_crash_points_inprocess.py)
+CI_POINTS = 1
 SLOW_POINTS = 50
 # recovery work the daemons logged, summed over every daemon run of the harness
 RECOVERY_EVENTS = ("rolled back abandoned clustering", "removed markers and heartbeat left by a completed clustering",

@@ -13,6 +13,7 @@ version-9 setup's options. Both share the session's Hudi 1.2 worker.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +31,27 @@ from tests.harness.daemon_harness import clusterd, clusterings, completed_file, 
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.harness.hudi_versions import HUDI_1_2_V6, HUDI_1_2_V9
 
-pytestmark = [pytest.mark.hudi, pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.hudi, pytest.mark.integration, pytest.mark.spark,
+              pytest.mark.usefixtures("spark")]  # clusterd(...) runs in this process, on the session's Spark
 
 
-def _v6_table(worker: HudiWorker, base: Path) -> list[list[dict[str, Any]]]:
-    batches = [event_rows(b) for b in range(3)]
+@pytest.fixture(scope="module")
+def _v6_original(hudi_workers: HudiWorkers, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The version-6 table Hudi 1.2 wrote in three inserts, once for the module (never written to again)."""
+    base = tmp_path_factory.mktemp("v6-original") / "events"
     options = {**events_writer_options(HUDI_1_2_V6), "hoodie.datasource.write.operation": "insert"}
-    for batch in batches:
-        worker.write(batch, base, options, schema=EVENTS_SCHEMA)
+    worker = hudi_workers.for_setup(HUDI_1_2_V6)
+    for b in range(3):
+        worker.write(event_rows(b), base, options, schema=EVENTS_SCHEMA)
     assert table_version(base) == 6
-    return batches
+    return base
+
+
+def _v6_table(original: Path, base: Path) -> list[list[dict[str, Any]]]:
+    """A copy of the module's version-6 table at ``base`` (a table holds no absolute path until a plan names its
+    files; the copy keeps the files' modification times) and the batches it holds."""
+    shutil.copytree(original, base)
+    return [event_rows(b) for b in range(3)]
 
 
 def _upgrade_by_writing(worker: HudiWorker, base: Path, batches: list[list[dict[str, Any]]]) -> None:
@@ -64,11 +76,11 @@ def hudi_1_2(hudi_workers: HudiWorkers) -> HudiWorker:
     return hudi_workers.for_setup(HUDI_1_2_V6)
 
 
-def test_a_requested_plan_is_moved_by_the_upgrade_and_executed_in_layout_2(hudi_1_2: HudiWorker,
+def test_a_requested_plan_is_moved_by_the_upgrade_and_executed_in_layout_2(hudi_1_2: HudiWorker, _v6_original: Path,
                                                                            tmp_path: Path) -> None:
     # Given a version-6 table and a plan the daemon scheduled (requested, not started)
     base = tmp_path / "events"
-    batches = _v6_table(hudi_1_2, base)
+    batches = _v6_table(_v6_original, base)
     out = clusterd("schedule", "--base-path", str(base), "--force")
     assert "scheduled clustering " in out, out
     t = out.split("scheduled clustering ", 1)[1].split(":", 1)[0]
@@ -84,13 +96,13 @@ def test_a_requested_plan_is_moved_by_the_upgrade_and_executed_in_layout_2(hudi_
     _rows_exact(hudi_1_2, base, batches)
 
 
-def test_an_inflight_plan_commits_in_layout_2_after_the_upgrade(hudi_1_2: HudiWorker, spark: Any,
-                                                                 tmp_path: Path) -> None:
+def test_an_inflight_plan_commits_in_layout_2_after_the_upgrade(hudi_1_2: HudiWorker, _v6_original: Path,
+                                                                 spark: Any, tmp_path: Path) -> None:
     from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
 
     # Given a version-6 table and a plan the daemon scheduled and claimed (inflight, its heartbeat beating)
     base = tmp_path / "events"
-    batches = _v6_table(hudi_1_2, base)
+    batches = _v6_table(_v6_original, base)
     table = HoodieTable.open(str(base))
     ownership = Ownership()
     scheduled = schedule(table, make_policy(), force=True, claim_with=ownership)

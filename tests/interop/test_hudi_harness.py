@@ -31,11 +31,12 @@ from tests.harness.apache_hudi import (
     require_installation,
 )
 from tests.harness.daemon_harness import (
+    assert_default_metadata_table,
+    assert_layout,
     completed,
     incremental_start,
     instant_files,
     instant_names,
-    timeline_dir,
 )
 from tests.harness.hudi_versions import (
     HUDI_0_15,
@@ -47,8 +48,11 @@ from tests.harness.hudi_versions import (
 )
 
 hudi = pytest.mark.hudi
-# Hudi 1.2 on a version-6 table repeats what 0.15 and 1.2 on version 9 show here: long run only
-SLOW_SETUPS = ("hudi-1.2-v6",)
+# The harness's own tests against Hudi are in the long run only (-m slow): the interop scenarios drive the same
+# writes, snapshot, incremental and time-travel reads, procedures and run_clustering in every run, and the events
+# table every setup writes once per session (tests/interop/conftest.py) is checked for the setup's table version,
+# timeline layout and metadata table (assert_layout, assert_default_metadata_table) in every run.
+SLOW_SETUPS = tuple(s.name for s in SETUPS)
 
 SCHEMA = pa.schema(
     [
@@ -114,33 +118,6 @@ def hudi_table(apache_hudi: HudiWorker, tmp_path_factory: pytest.TempPathFactory
     assert len(first) == 1 and first[0].endswith(".commit"), first
     assert len(second) == 1 and second[0].endswith(".commit"), second
     return WrittenTable(setup, base, instant_time(first[0]), instant_time(second[0]))
-
-
-def assert_layout(base: Path, setup: HudiSetup) -> None:
-    """The table has the setup's version and timeline layout, its instant files where that layout keeps them."""
-    props = read_hoodie_properties(base)
-    assert props["hoodie.table.version"] == str(setup.table_version)
-    assert props["hoodie.timeline.layout.version"] == str(setup.timeline_layout_version)
-    hoodie = base / ".hoodie"
-    in_root = sorted(p.name for p in hoodie.iterdir() if p.is_file() and p.name[0].isdigit())
-    if setup.timeline_layout_version == 1:
-        assert timeline_dir(base) == hoodie and not (hoodie / "timeline").exists()
-    else:
-        # layout 2: every instant file under .hoodie/timeline/, none left in .hoodie/ (Hudi would not see it)
-        assert props["hoodie.timeline.path"] == "timeline" and timeline_dir(base) == hoodie / "timeline"
-        assert not in_root, in_root
-        assert props["hoodie.table.initial.version"] == str(setup.table_version)
-    assert instant_files(base), sorted(p.name for p in hoodie.iterdir())
-
-
-def assert_default_metadata_table(base: Path, setup: HudiSetup) -> None:
-    """Hudi keeps its metadata table at the project's writer settings (its default): ``files`` on every release,
-    and ``column_stats`` (with ``partition_stats`` on a partitioned table) from Hudi 1.x on version 9."""
-    partitions = (read_hoodie_properties(base).get("hoodie.table.metadata.partitions") or "").split(",")
-    assert "files" in partitions, partitions
-    if setup.table_version >= 9:
-        assert "column_stats" in partitions, partitions
-    assert (base / ".hoodie" / "metadata" / ".hoodie" / "hoodie.properties").is_file()
 
 
 @hudi

@@ -64,7 +64,13 @@ class MdtTable:
     name: str
 
 
-# Hudi 1.2 at version 9 (three metadata partitions) in every run; 0.15's files-only table in the long run
+# Hudi 1.2 at version 9 (three metadata partitions) in every run; 0.15's files-only table in the long run.
+# Of the tests below, the one that breaks the table runs in every run (nothing else shows that the file check
+# fails when it should); the checks that pass on a sound table are in the long run only: the scenarios use them
+# in every run on Hudi 1.2's version-9 tables and expect them clean (validate_files in
+# tests/interop/test_metadata_table.py, test_streaming_beside_daemon.py, test_plans_and_table_services.py and
+# the Hudi-streaming crash points; column statistics against the files' own and a data-skipping read in
+# test_metadata_table.py).
 @pytest.fixture(scope="module", params=[pytest.param(HUDI_0_15, marks=pytest.mark.slow), HUDI_1_2_V9],
                 ids=[s.name for s in SETUPS])
 def mdt_table(request: pytest.FixtureRequest, hudi_workers: HudiWorkers,
@@ -84,6 +90,7 @@ def mdt_table(request: pytest.FixtureRequest, hudi_workers: HudiWorkers,
     return MdtTable(setup, worker, base, fresh_name(setup))
 
 
+@pytest.mark.slow  # the scenarios run this check in every run (see mdt_table)
 def test_the_file_check_is_clean_on_a_table_hudi_wrote(mdt_table: MdtTable) -> None:
     t = mdt_table
     assert metadata_partitions(t.base) == DEFAULT_PARTITIONS[t.setup]
@@ -125,6 +132,7 @@ def test_the_file_check_fails_when_storage_and_the_metadata_table_disagree(mdt_t
                 if r["is_present_in_fs"] != r["is_present_in_metadata"] or r["fs_size"] != r["metadata_size"]]
 
 
+@pytest.mark.slow  # the scenarios run this check in every run (see mdt_table)
 def test_column_stats_are_each_files_true_min_and_max(mdt_table: MdtTable) -> None:
     t = mdt_table
     if "column_stats" not in DEFAULT_PARTITIONS[t.setup]:
@@ -139,6 +147,7 @@ def test_column_stats_are_each_files_true_min_and_max(mdt_table: MdtTable) -> No
     assert column_stats(t.worker, t.base, t.name, files=files[:1]) == [s for s in stats if s.file_name == files[0]]
 
 
+@pytest.mark.slow  # the scenarios run this check in every run (see mdt_table)
 def test_a_data_skipping_read_is_exact_and_scans_fewer_files(mdt_table: MdtTable) -> None:
     t = mdt_table
     predicate, scanned = SELECTIVE[t.setup]

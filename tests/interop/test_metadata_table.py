@@ -14,6 +14,7 @@ Hudi 0.15 creates the ``files`` partition; Hudi 1.2 (versions 6, 8 and 9) create
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,8 @@ from tests.harness.metadata_checks import (
     validate_files,
 )
 
-pytestmark = [pytest.mark.hudi, pytest.mark.integration]
+pytestmark = [pytest.mark.hudi, pytest.mark.integration,
+              pytest.mark.usefixtures("spark")]  # clusterd(...) runs in this process, on the session's Spark
 
 # Each release at its defaults: 0.15 writes version 6 with a files partition, 1.2 version 9 with files,
 # column_stats and partition_stats. (Version 8, and version 6 written by 1.2, are covered with the metadata table on
@@ -85,11 +87,28 @@ def _signless(stat: ColumnStat) -> ColumnStat:
     return replace(stat, min_value="0.0" if stat.min_value == "-0.0" else stat.min_value)
 
 
-def _new_table(worker: HudiWorker, base: Path) -> tuple[dict[str, str], list[list[dict[str, Any]]]]:
+@pytest.fixture(scope="module")
+def _originals() -> dict[str, Path]:
+    """The table each release wrote (see `_new_table`), by setup name: written on first use, never written to
+    again."""
+    return {}
+
+
+def _new_table(worker: HudiWorker, base: Path, originals: dict[str, Path]
+               ) -> tuple[dict[str, str], list[list[dict[str, Any]]]]:
+    """A table the release wrote in three inserts at its defaults, metadata table on, at ``base``: a copy of the
+    one it wrote once for the module (no absolute path in it, its metadata table included; the copy keeps the
+    files' modification times), which saves a test three writes through Hudi."""
     options = events_writer_options(worker.setup, MDT_ON)
     batches = [event_rows(b) for b in range(3)]
-    for batch in batches:
-        worker.write(batch, base, {**options, "hoodie.datasource.write.operation": "insert"}, schema=EVENTS_SCHEMA)
+    original = originals.get(worker.setup.name)
+    if original is None:
+        original = base.parent / f"original-{worker.setup.name}"
+        for batch in batches:
+            worker.write(batch, original, {**options, "hoodie.datasource.write.operation": "insert"},
+                         schema=EVENTS_SCHEMA)
+        originals[worker.setup.name] = original
+    shutil.copytree(original, base)
     assert "files" in metadata_partitions(base)
     return options, batches
 
@@ -108,11 +127,12 @@ def _exact(worker: HudiWorker, base: Path, name: str, batches: list[list[dict[st
 
 @pytest.mark.parametrize("apache_hudi", COMPACTION_RUNS, indirect=True, scope="module")
 def test_hudi_validates_reads_compacts_and_cleans_after_our_clustering(apache_hudi: HudiWorker,
+                                                                       _originals: dict[str, Path],
                                                                        tmp_path: Path) -> None:
     # Given a table Hudi writes at its defaults, metadata table on
     base = tmp_path / "mdt"
     name = _name(apache_hudi, "mdt")
-    options, batches = _new_table(apache_hudi, base)
+    options, batches = _new_table(apache_hudi, base, _originals)
     # When the daemon clusters it
     clusterd("cluster", "--force", "--base-path", str(base), "--props", _props(tmp_path))
     [t] = clusterings(base)
@@ -139,14 +159,15 @@ def test_hudi_validates_reads_compacts_and_cleans_after_our_clustering(apache_hu
 
 @pytest.mark.parametrize("apache_hudi", DEFAULTS, indirect=True, scope="module", ids=[s.name for s in DEFAULTS])
 def test_our_rollback_of_a_clustering_whose_metadata_deltacommit_completed(
-        apache_hudi: HudiWorker, spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        apache_hudi: HudiWorker, spark: Any, _originals: dict[str, Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
 
     # Given a table Hudi writes at its defaults, and a clustering of ours that fails right after its metadata
     # deltacommit completed (the data replacecommit is not written)
     base = tmp_path / "mdt"
     name = _name(apache_hudi, "rb")
-    _options, batches = _new_table(apache_hudi, base)
+    _options, batches = _new_table(apache_hudi, base, _originals)
     table = HoodieTable.open(str(base))
     scheduled = schedule(table, make_policy(**LAYOUT), force=True)
     assert scheduled.instant is not None

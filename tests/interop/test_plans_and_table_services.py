@@ -40,7 +40,8 @@ from tests.harness.daemon_harness import (
 from tests.harness.hudi_versions import table_service_options
 from tests.harness.metadata_checks import validate_files
 
-pytestmark = pytest.mark.hudi
+pytestmark = [pytest.mark.hudi,
+              pytest.mark.usefixtures("spark")]  # clusterd(...) runs in this process, on the session's Spark
 # Hudi 1.2 on a version-6 table repeats what 0.15 and 1.2 on version 9 show here: long run only
 SLOW_SETUPS = ("hudi-1.2-v6",)
 

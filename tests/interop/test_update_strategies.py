@@ -27,7 +27,8 @@ from tests.harness.daemon_harness import clusterd, clustering_plan_path, instant
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.harness.hudi_versions import ALLOW_UPDATES_OPTIONS
 
-pytestmark = pytest.mark.hudi
+pytestmark = [pytest.mark.hudi,
+              pytest.mark.usefixtures("spark")]  # clusterd(...) runs in this process, on the session's Spark
 # Version 6 (Hudi 0.15, and Hudi 1.2 keeping it) in the long run only: every run shows it on Hudi 1.2's default
 # version 9, where Hudi finds our plan as `T.clustering.requested` of timeline layout 2
 SLOW_SETUPS = ("hudi-0.15", "hudi-1.2-v6")

@@ -1,0 +1,281 @@
+"""Every crash point of a clustering cycle, enumerated in this process (no JVM, no SIGKILL): the table's storage
+dies at its k-th write (`tests/harness/fault_storage.py`) for *every* k of one daemon cycle (schedule with the
+claim, execute every group, commit, clean up, release the lock), and then at every write of the recovery that
+follows a kill while writing (its rollback); after each, readers see exactly the rows from before, and after
+recovery (the next writer takes the dead process's lock over, then what a daemon start or ``hudi-clusterd
+execute`` runs: ``ops.recovery.recover`` and ``execute_pending``) the table passes the crash harness's checks:
+exact rows through hudi-rs, unique keys, no orphan data file, nothing pending (instant, marker, heartbeat, held
+lock), the lock takeable, no file group in two plans; and the plan completed.
+
+For table versions 6 (timeline layout 1) and 9 (layout 2). The real SIGKILL samples (a process tree killed at a
+random moment, leaving temporary files, heartbeats and a lock of a dead process) stay in
+``tests/integration/test_crash_points.py`` and ``tests/interop/test_crash_points_hudi_streaming.py``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from hudi_clusterd.domain.instant import Instant
+from hudi_clusterd.lock import LockOptions, TableLock
+from hudi_clusterd.ops.commit import ingestion_rhythm
+from hudi_clusterd.ops.events import Outcome
+from hudi_clusterd.ops.execute import Executor, execute, execute_pending
+from hudi_clusterd.ops.ownership import Claim, Ownership
+from hudi_clusterd.ops.recovery import recover
+from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.ops.snapshot import TableSnapshot
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.rollback import rollback_pending
+from tests.builders import TableGen, make_policy
+from tests.harness.crash_harness import COLUMNS, assert_rows, check_recovered, completed_replace_files, hoodie_names
+from tests.harness.fault_storage import ArrowGroupRunner, FaultyStorage, SimulatedCrash, forget_dead_process
+from tests.harness.hudi_rs_checks import hudi_rs_rows
+
+POLICY = make_policy(**{"hoodie.clustering.plan.strategy.sort.columns": "x",
+                        "hoodie.clustering.max.parallelism": "1"})
+STALE_S = 0.05  # the dead process's lock is taken over this long after its last beat
+LOCK = LockOptions(timeout_s=10, stale_s=STALE_S)
+
+
+class TrackingOwnership(Ownership):
+    """An `Ownership` that remembers its claims, so that the heartbeat threads of a dead "process" can be stopped
+    (a killed process's threads die with it)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.claims: list[Claim] = []
+
+    def claim(self, table: HoodieTable, pending: Any, *, locked: bool = False) -> Claim | None:
+        got = super().claim(table, pending, locked=locked)
+        if got is not None:
+            self.claims.append(got)
+        return got
+
+    def die(self) -> None:
+        for c in self.claims:
+            c.heartbeat.stop(delete=False)
+
+
+@dataclass(frozen=True)
+class Pristine:
+    """A table of four commits (two partitions, a file group per partition each) and its rows, copied per point."""
+
+    base: Path
+    version: int
+    expected: list[dict[str, Any]]
+
+
+def _v(partition: str, n: int) -> dict[str, pa.Array]:
+    return {"v": pa.array([1] * n, pa.int64())}
+
+
+@pytest.fixture(scope="module", params=[6, 9], ids=["v6", "v9"])
+def pristine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Pristine:
+    version: int = request.param
+    base = tmp_path_factory.mktemp(f"pristine-v{version}") / "t"
+    gen = TableGen(base, table_version=version)
+    for i in range(4):
+        gen.commit({"p1": [float(i), i + 0.25], "p2": [i + 0.5]}, extra_columns=_v)
+    expected = hudi_rs_rows(base, COLUMNS, "id")
+    assert len(expected) == 12
+    # the writers fall idle before the first point: the commit does not wait for their next write (ops/commit.py,
+    # IngestionRhythm), which would make the number of lock rounds depend on timing (the copies keep the files'
+    # modification times, so they are as settled as the original)
+    table = HoodieTable.open(str(base))
+    table.timeline()
+    rhythm = ingestion_rhythm(table.timeline_store.listed_states())
+    assert rhythm is not None
+    time.sleep(max(0.0, rhythm.settled_at_ms() / 1000.0 - time.time() + 0.05))
+    return Pristine(base, version, expected)
+
+
+@pytest.fixture
+def fresh(pristine: Pristine, tmp_path: Path) -> Iterator[Any]:
+    """Factory: a private copy of the pristine table for one crash point."""
+    n = 0
+
+    def _copy() -> Path:
+        nonlocal n
+        n += 1
+        dest = tmp_path / f"t{n}"
+        shutil.copytree(pristine.base, dest)
+        return dest
+
+    yield _copy
+
+
+def daemon_cycle(base: Path, storage: FaultyStorage) -> str | None:
+    """One daemon tick's writes on a table that needs clustering: schedule and claim under one lock hold, execute
+    every group, commit, clean up. Returns the instant; raises `SimulatedCrash` where the storage dies."""
+    table = HoodieTable.open(str(base), storage=storage, lock_options=LOCK)
+    ownership = TrackingOwnership()
+    try:
+        scheduled = schedule(table, POLICY, force=True, claim_with=ownership)
+        assert scheduled.pending is not None and scheduled.claim is not None
+        result = execute(scheduled.snapshot, scheduled.pending, Executor(ArrowGroupRunner(), ownership, 1),
+                         claim=scheduled.claim)
+        assert result.outcome is Outcome.COMPLETED, result
+        return scheduled.pending.time
+    except SimulatedCrash:
+        ownership.die()
+        forget_dead_process(storage)
+        raise
+
+
+def take_over_lock(base: Path) -> None:
+    """The next writer takes the dead process's lock over once stale (or finds none); it comes an hour later (its
+    clock), so the lock is stale at once."""
+    with TableLock(HoodieTable.open(str(base)).storage, LOCK, clock=lambda: time.time() + 3600).held():
+        pass
+
+
+def recover_table(base: Path, storage: FaultyStorage | None = None) -> list[str]:
+    """What the next daemon start (or ``hudi-clusterd execute``) does: recovery, then every pending plan. The
+    dead executor's heartbeat is as fresh as its process is alive here, so the recovering executor counts a
+    heartbeat of another owner as dead at once (``timeout_s=0``), as it would once the dead one's beats stopped."""
+    storage = storage or FaultyStorage(str(base))
+    table = HoodieTable.open(str(base), storage=storage, lock_options=LOCK)
+    ownership = TrackingOwnership(timeout_s=0.0)
+    try:
+        take_over_lock(base)
+        recover(TableSnapshot.load(table), ownership)
+        outcomes = []
+        for _ in range(5):
+            result = execute_pending(table, ArrowGroupRunner(), ownership=ownership, parallelism=1)
+            if result.outcome is Outcome.SKIPPED:
+                break
+            outcomes.append(str(result.outcome))
+        return outcomes
+    except SimulatedCrash:
+        ownership.die()
+        forget_dead_process(storage)
+        raise
+
+
+def assert_clustered_once(base: Path, what: str) -> None:
+    replaced = completed_replace_files(base)
+    assert len(replaced) == 1, f"{what}: {len(replaced)} completed clusterings: {hoodie_names(base)}"
+
+
+def writes_of_a_clean_cycle(base: Path) -> list[str]:
+    storage = FaultyStorage(str(base))
+    daemon_cycle(base, storage)
+    return storage.calls
+
+
+def test_every_crash_point_of_a_daemon_cycle_recovers_exactly(pristine: Pristine, fresh: Any) -> None:
+    # Given the writes one clean cycle makes
+    clean = fresh()
+    calls = writes_of_a_clean_cycle(clean)
+    check_recovered(clean, pristine.expected, "clean cycle")
+    assert_clustered_once(clean, "clean cycle")
+    # (the plan, its claim, markers and files of both groups, the commit, the clean-up and the lock, at least)
+    kinds = " ".join(calls)
+    for needle in (".requested", ".inflight", ".hoodie/.temp/", ".parquet", ".hoodie/.heartbeat/", "lock"):
+        assert needle in kinds, f"{needle} never written: {calls}"
+    assert sum(".parquet" in c and ".marker" not in c and c.startswith("write") for c in calls) == 4, calls
+
+    # When the process dies before each one of them in turn
+    for k in range(1, len(calls) + 1):
+        base = fresh()
+        storage = FaultyStorage(str(base), crash_at=k)
+        with pytest.raises(SimulatedCrash):
+            daemon_cycle(base, storage)
+        what = f"table v{pristine.version}, crash at {storage.crashed}"
+        # Then readers see exactly the rows from before, and after recovery the table is exact and at rest, its
+        # plan executed (or, killed before the plan was saved, the next tick's plan)
+        assert_rows(base, pristine.expected, what + ", readers before recovery")
+        outcomes = recover_table(base)
+        if not completed_replace_files(base):
+            assert not outcomes, outcomes
+            assert daemon_cycle(base, FaultyStorage(str(base))) is not None
+        check_recovered(base, pristine.expected, what + ", after recovery")
+        assert_clustered_once(base, what)
+        shutil.rmtree(base)
+
+
+def commit_call(calls: list[str]) -> int:
+    """The number of the call that writes the completed replacecommit."""
+    return next(i for i, c in enumerate(calls, 1) if c.startswith("write") and ".replacecommit" in c
+                and not c.endswith((".requested", ".inflight")) and ".temp" not in c)
+
+
+def killed_while_writing(fresh: Any) -> Any:
+    """Factory: tables whose executor died with both groups written, right before its commit (an inflight
+    clustering with markers, files, a heartbeat and a held lock left). Each is killed afresh: a copy would not do,
+    the plan names its input files by absolute path."""
+    commit_at = commit_call(writes_of_a_clean_cycle(fresh()))
+
+    def _killed() -> Path:
+        base = fresh()
+        with pytest.raises(SimulatedCrash):
+            daemon_cycle(base, FaultyStorage(str(base), crash_at=commit_at))
+        return base
+
+    return _killed
+
+
+def test_every_crash_point_of_the_recovery_recovers_exactly(pristine: Pristine, fresh: Any) -> None:
+    # Given the writes a recovery makes after a kill right before the commit (the rollback of the inflight
+    # clustering, its lock take-over, then the plan's execution again)
+    killed = killed_while_writing(fresh)
+    probe = killed()
+    storage = FaultyStorage(str(probe))
+    recover_table(probe, storage)
+    calls = storage.calls
+    assert any(".rollback" in c for c in calls), calls
+    check_recovered(probe, pristine.expected, "clean recovery")
+
+    # When the recovering process dies before each of them in turn
+    for k in range(1, len(calls) + 1):
+        base = killed()
+        faulty = FaultyStorage(str(base), crash_at=k)
+        with pytest.raises(SimulatedCrash):
+            recover_table(base, faulty)
+        what = f"table v{pristine.version}, recovery crashed at {faulty.crashed}"
+        # Then readers still see exactly the rows, and the next recovery leaves the table exact and at rest
+        assert_rows(base, pristine.expected, what + ", readers before the next recovery")
+        recover_table(base)
+        check_recovered(base, pristine.expected, what + ", after the next recovery")
+        assert_clustered_once(base, what)
+        shutil.rmtree(base)
+
+
+def test_every_crash_point_of_a_rollback_recovers_exactly(pristine: Pristine, fresh: Any) -> None:
+    # Given the writes of rolling back a clustering left inflight (what ``hudi-clusterd rollback`` runs)
+    killed = killed_while_writing(fresh)
+
+    def inflight() -> tuple[Path, Instant]:
+        base = killed()
+        take_over_lock(base)
+        [pending] = TableSnapshot.load(HoodieTable.open(str(base))).pending
+        return base, pending.instant
+
+    probe, instant = inflight()
+    storage = FaultyStorage(str(probe))
+    table = HoodieTable.open(str(probe), storage=storage, lock_options=LOCK)
+    assert rollback_pending(table, instant.time, instant.action) is not None
+    calls = storage.calls
+    assert any(".rollback" in c for c in calls), calls
+
+    for k in range(1, len(calls) + 1):
+        base, instant = inflight()
+        faulty = FaultyStorage(str(base), crash_at=k)
+        table = HoodieTable.open(str(base), storage=faulty, lock_options=LOCK)
+        with pytest.raises(SimulatedCrash):
+            rollback_pending(table, instant.time, instant.action)
+        forget_dead_process(faulty)
+        what = f"table v{pristine.version}, rollback crashed at {faulty.crashed}"
+        assert_rows(base, pristine.expected, what + ", readers before recovery")
+        recover_table(base)
+        check_recovered(base, pristine.expected, what + ", after recovery")
+        shutil.rmtree(base)
