@@ -1,7 +1,8 @@
 """Crash points in this process: a table storage that dies at its k-th write, and a clustering engine without a JVM.
 
-`FaultyStorage` is the table's `hudi_clusterd.storage.Storage` (pass it to ``HoodieTable.open(..., storage=)``)
-counting every call that changes storage (``write_bytes``, ``rename``, ``delete``, ``delete_dir``, ``makedirs``).
+`FaultyStorage` is the table's local `hudi_clusterd.storage.Storage` (pass it to ``HoodieTable.open(..., storage=)``)
+counting every call that changes storage (``put``, which ``write_bytes`` goes through, ``rename``, ``delete``,
+``delete_dir``, ``makedirs``).
 With ``crash_at=k`` the k-th such call raises `SimulatedCrash` before it changes anything, and so does every later
 one: a dead process writes nothing more, not even in its ``finally`` blocks (its lock release, its heartbeat
 deletion). `SimulatedCrash` is a ``BaseException``, so no ``except Exception`` of the code under test takes it for
@@ -34,17 +35,18 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile, base_file_name, join_partition
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.errors import StorageError
-from hudi_clusterd.lock import file as lock_file
-from hudi_clusterd.storage import Storage
-from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.storage import PutMode, Storage
+from hudi_clusterd.storage.base import FileInfo
+from hudi_clusterd.storage.local import LocalStorage
 from hudi_clusterd.table.markers import create_marker
+from hudi_clusterd.table.table_ref import TableRef
 
 
 class SimulatedCrash(BaseException):
     """The process died at this storage call."""
 
 
-class FaultyStorage(Storage):
+class FaultyStorage(LocalStorage):
     """`Storage` that dies at its ``crash_at``-th mutating call (see the module's text); ``calls`` lists every
     mutating call made (``"write .hoodie/T.replacecommit.requested"``), the crashing one included."""
 
@@ -64,17 +66,18 @@ class FaultyStorage(Storage):
                 self.crashed = f"call {len(self.calls)} ({op} {rel})"
                 raise SimulatedCrash(self.crashed)
 
-    def write_bytes(self, rel: str, data: bytes, *, overwrite: bool = False) -> bool:
+    def put(self, rel: str, data: bytes, *, mode: PutMode = PutMode.OVERWRITE, if_match: str | None = None
+            ) -> FileInfo | None:
         self._mutation("write", rel)
-        return super().write_bytes(rel, data, overwrite=overwrite)
+        return super().put(rel, data, mode=mode, if_match=if_match)
 
     def rename(self, src: str, dst: str) -> None:
         self._mutation("rename", f"{src} -> {dst}")
         super().rename(src, dst)
 
-    def delete(self, rel: str, *, missing_ok: bool = True) -> bool:
+    def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
         self._mutation("delete", rel)
-        return super().delete(rel, missing_ok=missing_ok)
+        return super().delete(rel, if_match=if_match, missing_ok=missing_ok)
 
     def delete_dir(self, rel: str) -> None:
         self._mutation("delete folder", rel)
@@ -90,28 +93,20 @@ class FaultyStorage(Storage):
         super().touch(rel)
 
 
-def forget_dead_process(storage: Storage) -> None:
-    """What the death of the process that used ``storage`` frees in this one: the in-process mutexes of the table's
-    lock files (a process killed while taking the lock holds its own mutex for good; a real kill frees it with the
-    process). The lock *files* it left stay, for the next writer to take over."""
-    root = storage.full_path().rstrip("/") + "/"
-    with lock_file._PROCESS_LOCKS_GUARD:
-        for key in [k for k in lock_file._PROCESS_LOCKS if k.startswith(root)]:
-            del lock_file._PROCESS_LOCKS[key]
-
-
 FILE_NAME_COLUMN = "_hoodie_file_name"
 
 
 class ArrowGroupRunner:
     """Clustering groups rewritten with pyarrow through the table's storage (see the module's text)."""
 
-    def __init__(self, files_per_group: int = 2) -> None:
+    def __init__(self, storage: Storage | None = None, files_per_group: int = 2) -> None:
+        self.storage = storage
+        """The storage the groups are read and written through (default: the table's, opened from its ref)."""
         self.files_per_group = files_per_group
 
-    def run_group(self, table: HoodieTable, instant: str, plan: ClusteringPlan, index: int,
+    def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
                   files: Sequence[BaseFile]) -> list[WriteStat]:
-        storage = table.storage
+        storage = self.storage or table.open_storage()
         partition = plan.input_groups[index].partition_path
         rows = pa.concat_tables([pq.read_table(io.BytesIO(storage.read_bytes(bf.relative_path))) for bf in files],
                                 promote_options="default")
@@ -139,7 +134,7 @@ class ArrowGroupRunner:
                                    file_size_in_bytes=len(data)))
         return stats
 
-    def cancel(self, table: HoodieTable, instant: str) -> None:
+    def cancel(self, table: TableRef, instant: str) -> None:
         return None
 
     def close(self) -> None:

@@ -183,8 +183,10 @@ class FileSystemLockProvider:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
         except BaseException:
-            lease.release_files()
-            self._mutex.release()
+            try:
+                lease.release_files()
+            finally:
+                self._mutex.release()
             raise
         lease.start_heartbeat(self._mutex)
         return lease

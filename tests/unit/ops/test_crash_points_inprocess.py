@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 
 from hudi_clusterd.domain.instant import Instant
-from hudi_clusterd.lock import LockOptions, TableLock
+from hudi_clusterd.lock import FileSystemLockProvider, LockOptions
 from hudi_clusterd.ops.commit import ingestion_rhythm
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import Executor, execute, execute_pending
@@ -37,7 +37,7 @@ from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.rollback import rollback_pending
 from tests.builders import TableGen, make_policy
 from tests.harness.crash_harness import COLUMNS, assert_rows, check_recovered, completed_replace_files, hoodie_names
-from tests.harness.fault_storage import ArrowGroupRunner, FaultyStorage, SimulatedCrash, forget_dead_process
+from tests.harness.fault_storage import ArrowGroupRunner, FaultyStorage, SimulatedCrash
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 
 POLICY = make_policy(**{"hoodie.clustering.plan.strategy.sort.columns": "x",
@@ -116,25 +116,24 @@ def fresh(pristine: Pristine, tmp_path: Path) -> Iterator[Any]:
 def daemon_cycle(base: Path, storage: FaultyStorage) -> str | None:
     """One daemon tick's writes on a table that needs clustering: schedule and claim under one lock hold, execute
     every group, commit, clean up. Returns the instant; raises `SimulatedCrash` where the storage dies."""
-    table = HoodieTable.open(str(base), storage=storage, lock_options=LOCK)
+    table = HoodieTable.open(str(base), storage=storage, lock_provider=FileSystemLockProvider(storage, LOCK))
     ownership = TrackingOwnership()
     try:
         scheduled = schedule(table, POLICY, force=True, claim_with=ownership)
         assert scheduled.pending is not None and scheduled.claim is not None
-        result = execute(scheduled.snapshot, scheduled.pending, Executor(ArrowGroupRunner(), ownership, 1),
+        result = execute(scheduled.snapshot, scheduled.pending, Executor(ArrowGroupRunner(storage), ownership, 1),
                          claim=scheduled.claim)
         assert result.outcome is Outcome.COMPLETED, result
         return scheduled.pending.time
     except SimulatedCrash:
         ownership.die()
-        forget_dead_process(storage)
         raise
 
 
 def take_over_lock(base: Path) -> None:
     """The next writer takes the dead process's lock over once stale (or finds none); it comes an hour later (its
     clock), so the lock is stale at once."""
-    with TableLock(HoodieTable.open(str(base)).storage, LOCK, clock=lambda: time.time() + 3600).held():
+    with FileSystemLockProvider(HoodieTable.open(str(base)).storage, LOCK, clock=lambda: time.time() + 3600).held():
         pass
 
 
@@ -143,21 +142,20 @@ def recover_table(base: Path, storage: FaultyStorage | None = None) -> list[str]
     dead executor's heartbeat is as fresh as its process is alive here, so the recovering executor counts a
     heartbeat of another owner as dead at once (``timeout_s=0``), as it would once the dead one's beats stopped."""
     storage = storage or FaultyStorage(str(base))
-    table = HoodieTable.open(str(base), storage=storage, lock_options=LOCK)
+    table = HoodieTable.open(str(base), storage=storage, lock_provider=FileSystemLockProvider(storage, LOCK))
     ownership = TrackingOwnership(timeout_s=0.0)
     try:
         take_over_lock(base)
         recover(TableSnapshot.load(table), ownership)
         outcomes = []
         for _ in range(5):
-            result = execute_pending(table, ArrowGroupRunner(), ownership=ownership, parallelism=1)
+            result = execute_pending(table, ArrowGroupRunner(storage), ownership=ownership, parallelism=1)
             if result.outcome is Outcome.SKIPPED:
                 break
             outcomes.append(str(result.outcome))
         return outcomes
     except SimulatedCrash:
         ownership.die()
-        forget_dead_process(storage)
         raise
 
 
@@ -262,7 +260,7 @@ def test_every_crash_point_of_a_rollback_recovers_exactly(pristine: Pristine, fr
 
     probe, instant = inflight()
     storage = FaultyStorage(str(probe))
-    table = HoodieTable.open(str(probe), storage=storage, lock_options=LOCK)
+    table = HoodieTable.open(str(probe), storage=storage, lock_provider=FileSystemLockProvider(storage, LOCK))
     assert rollback_pending(table, instant.time, instant.action) is not None
     calls = storage.calls
     assert any(".rollback" in c for c in calls), calls
@@ -270,10 +268,9 @@ def test_every_crash_point_of_a_rollback_recovers_exactly(pristine: Pristine, fr
     for k in range(1, len(calls) + 1):
         base, instant = inflight()
         faulty = FaultyStorage(str(base), crash_at=k)
-        table = HoodieTable.open(str(base), storage=faulty, lock_options=LOCK)
+        table = HoodieTable.open(str(base), storage=faulty, lock_provider=FileSystemLockProvider(faulty, LOCK))
         with pytest.raises(SimulatedCrash):
             rollback_pending(table, instant.time, instant.action)
-        forget_dead_process(faulty)
         what = f"table v{pristine.version}, rollback crashed at {faulty.crashed}"
         assert_rows(base, pristine.expected, what + ", readers before recovery")
         recover_table(base)

@@ -22,11 +22,8 @@ from hudi_clusterd.ops.commit import complete, rollback_clustering
 from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.schedule import schedule
-from hudi_clusterd.table import hoodie_table
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import FakeClock, TableGen, make_policy, scheduled_plan
-
-REAL_CLOCK_SKEW_WAIT_S = hoodie_table.CLOCK_SKEW_WAIT_S  # read before tests/unit/conftest.py sets it to 0
 
 
 def _timeline_files(base: Path, prefix: str = "") -> list[str]:
@@ -247,20 +244,3 @@ def test_a_write_requested_before_the_plan_and_completed_after_it_wins_its_file_
     assert "newer slice" in committed.conflicts[0] and u in committed.conflicts[0]
     view = HoodieTable.open(str(gen.base)).file_system_view()
     assert (partition, file_id) in {(b.partition_path, b.file_id) for b in view.latest_base_files()}
-
-
-def test_a_layout_2_instant_time_waits_out_the_clock_skew_and_a_layout_1_time_does_not(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # (the unit tests run with one clock, CLOCK_SKEW_WAIT_S = 0, see tests/unit/conftest.py; here the real one)
-    assert REAL_CLOCK_SKEW_WAIT_S == 0.2
-    monkeypatch.setattr(hoodie_table, "CLOCK_SKEW_WAIT_S", REAL_CLOCK_SKEW_WAIT_S)
-    for version, waits in ((6, []), (8, [0.2]), (9, [0.2])):
-        gen = TableGen(tmp_path / f"v{version}", table_version=version)
-        slept: list[float] = []
-        with gen.table.lock():
-            monkeypatch.setattr(hoodie_table._time, "sleep", slept.append)
-            gen.table.new_instant_time()
-            gen.table.new_instant_time(skew_wait=False)
-            monkeypatch.undo()
-        monkeypatch.setattr(hoodie_table, "CLOCK_SKEW_WAIT_S", REAL_CLOCK_SKEW_WAIT_S)
-        assert slept == waits, version
