@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Literal
-from urllib.parse import unquote, urlsplit
 
 import structlog
 from watchdog.events import (
@@ -40,6 +39,7 @@ from watchdog.observers.polling import PollingObserver
 
 from hudi_clusterd.domain.instant import parse_instant_file_name
 from hudi_clusterd.errors import ConfigError, TableError, TimelineError
+from hudi_clusterd.storage import open_storage
 
 log = structlog.get_logger(__name__)
 
@@ -88,16 +88,6 @@ def is_timeline_change(event: FileSystemEvent) -> bool:
     if event.dest_path:
         names.append(os.path.basename(os.fsdecode(event.dest_path)))
     return any(is_instant_file_name(name) for name in names)
-
-
-def local_path(path_or_uri: str) -> Path | None:
-    """The local path behind ``path_or_uri`` (a plain path or a ``file:`` URI); None for remote storage."""
-    parts = urlsplit(path_or_uri)
-    if parts.scheme == "file":
-        return Path(unquote(parts.path))
-    if parts.scheme and len(parts.scheme) > 1:  # "C:" style drive letters are not schemes
-        return None
-    return Path(path_or_uri)
 
 
 class Debouncer:
@@ -227,21 +217,22 @@ class TimelineWatcher:
         folder: str = ".hoodie",
     ) -> None:
         """``folder``: the table's timeline folder, relative to ``base_path`` (its layout's)."""
-        base = local_path(base_path)
-        if base is None:
-            raise ValueError(f"{base_path}: only local tables can be watched; rely on the periodic check")
+        storage = open_storage(base_path)
+        root, events = storage.event_folder(), storage.event_folder(folder)
+        if root is None or events is None:
+            raise ValueError(f"{base_path}: this storage has no file-system events; rely on the periodic check")
         if debounce < 0:
             raise ValueError(f"debounce must be >= 0 seconds, got {debounce}")
         self.base_path = base_path
-        self.timeline_dir = base / folder
-        self._debouncer = Debouncer(on_change, debounce, name=f"timeline-debounce:{base.name}")
+        self.timeline_dir = Path(events)
+        self._debouncer = Debouncer(on_change, debounce, name=f"timeline-debounce:{Path(root).name}")
         handler = _NotifyHandler(is_timeline_change, self._debouncer.poke)
         self._observer = _DirectoryObserver(self.timeline_dir, handler, mode, poll_interval)
 
     @staticmethod
     def supports(base_path: str) -> bool:
-        """True when ``base_path`` is on the local file system (watchable at all)."""
-        return local_path(base_path) is not None
+        """True when the storage of ``base_path`` has file-system events (watchable at all)."""
+        return open_storage(base_path).event_folder() is not None
 
     @property
     def mode(self) -> WatchMode:
@@ -367,5 +358,4 @@ __all__ = [
     "fingerprint",
     "is_instant_file_name",
     "is_timeline_change",
-    "local_path",
 ]

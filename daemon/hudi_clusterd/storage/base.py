@@ -135,6 +135,11 @@ class Storage(ABC):
     def full_path(self, rel: str = "") -> str:
         """The path of ``rel`` without scheme, as messages name it."""
 
+    def event_folder(self, rel: str = "") -> str | None:
+        """The operating system's folder whose file-system events (watchdog) show changes under ``rel``; None for a
+        storage that has no such events (an object store is polled)."""
+        return None
+
     def _wrap(self, op: str, rel: str, e: Exception) -> StorageError:
         return StorageError(f"{op} {self.full_path(rel)}: {e}")
 

@@ -84,6 +84,9 @@ class LocalStorage(Storage):
             raise StorageError(f"path {uri!r} is outside the table's base path {self.base_uri!r}")
         return inside(os.path.normpath(path), self.root, uri, self.base_uri)
 
+    def event_folder(self, rel: str = "") -> str | None:
+        return self.full_path(rel)
+
     def child(self, rel: str) -> LocalStorage:
         return LocalStorage(self.spec.child(rel))
 

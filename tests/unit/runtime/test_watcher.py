@@ -27,8 +27,8 @@ from hudi_clusterd.runtime.watcher import (
     fingerprint,
     is_instant_file_name,
     is_timeline_change,
-    local_path,
 )
+from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.hoodie_table import HoodieTable, timeline_folder
 
 WAIT = 10.0  # generous: only reached when something is broken
@@ -106,13 +106,15 @@ def test_is_timeline_change_filters_watchdog_events(event: FileSystemEvent, expe
     [
         ("/data/t1", Path("/data/t1")),
         ("relative/t1", Path("relative/t1")),
-        ("file:///data/my%20table", Path("/data/my table")),
+        ("file:///data/t1", Path("/data/t1")),
         ("s3a://bucket/t1", None),
         ("gs://bucket/t1", None),
     ],
 )
-def test_local_path_maps_plain_paths_and_file_uris(given: str, expected: Path | None) -> None:
-    assert local_path(given) == expected
+def test_only_storages_with_file_system_events_are_watched(given: str, expected: Path | None) -> None:
+    assert TimelineWatcher.supports(given) is (expected is not None)
+    folder = open_storage(given).event_folder()
+    assert (Path(folder) if folder is not None else None) == (expected.resolve() if expected is not None else None)
 
 
 def test_timeline_watcher_new_instant_file_fires_on_change(tmp_path: Path) -> None:
@@ -232,7 +234,7 @@ def test_timeline_watcher_missing_timeline_raises_table_error(tmp_path: Path) ->
 
 def test_timeline_watcher_remote_path_is_refused() -> None:
     assert not TimelineWatcher.supports("s3a://bucket/t1")
-    with pytest.raises(ValueError, match="only local tables"):
+    with pytest.raises(ValueError, match="no file-system events"):
         TimelineWatcher("s3a://bucket/t1", Calls())
 
 
