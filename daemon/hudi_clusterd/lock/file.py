@@ -147,15 +147,19 @@ class FileSystemLockProvider:
                  clock: Callable[[], float] = time.time, mutexes: LocalMutexes | None = None) -> None:
         self.options = options or LockOptions()
         self.files = lock_files(storage, self.options)
+        self.storage = storage
+        self.clock = clock
+        self._mutex = (mutexes or LocalMutexes()).for_key(self.files[0].full_path)
+
+    def check_supported(self) -> None:
+        """Refuse (`LockError`, naming the file) lock files on a storage without an atomic create-if-absent: a
+        table there can be opened and read, but not locked."""
         for f in self.files:
             if not f.storage.supports_atomic_create:
                 raise LockError(
                     f"{f.full_path}: this storage ({f.storage.spec.scheme}) has no atomic create-if-absent here, "
                     "so the table lock cannot be a file there; keep the table (and "
                     "hoodie.write.lock.filesystem.path) on a local or mounted file system, or run a single writer")
-        self.storage = storage
-        self.clock = clock
-        self._mutex = (mutexes or LocalMutexes()).for_key(self.files[0].full_path)
 
     @property
     def timeout_s(self) -> float:
@@ -169,6 +173,7 @@ class FileSystemLockProvider:
 
     def acquire(self, timeout_s: float | None = None) -> FileLease:
         """Create every lock file, waiting up to ``timeout_s`` (default :attr:`timeout_s`) for their holders."""
+        self.check_supported()
         timeout = self.timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout
         if not self._mutex.acquire(timeout=max(timeout, 0.0)):

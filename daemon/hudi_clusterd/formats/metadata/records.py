@@ -4,7 +4,7 @@ Three releases' writer schemas are known (``schemas/metadata/``, each the genera
 release's jar): Hudi 0.15's (``v6``: table version 6), Hudi 1.0.x's (``v8``: secondary-index records,
 ``isTightBound`` in column statistics) and Hudi 1.1/1.2's (``v9``: also ``valueType`` in column statistics and an
 ``ArrayWrapper`` branch in the min/max unions). Which one a table version uses by default is the business of
-``record_format``; a file slice that already carries a schema keeps it (``schema_from_block``). Log blocks and
+``table_format``; a file slice that already carries a schema keeps it (``schema_from_block``). Log blocks and
 HFiles name the schema with Hudi's five meta fields put first, although the metadata table never fills them; a
 record's bytes are the Avro binary of the record in that schema (meta fields null, fields the schema lacks
 dropped) with ``key`` blanked: the real key is the HFile row key.

@@ -17,7 +17,7 @@ from hudi_clusterd.errors import MetadataTableError, StorageError
 from hudi_clusterd.formats.java_properties import parse_properties
 from hudi_clusterd.formats.log import LogFileName
 from hudi_clusterd.formats.metadata import records as rec
-from hudi_clusterd.formats.metadata.record_format import MetadataRecordFormat, for_table_version
+from hudi_clusterd.formats.metadata.table_format import MetadataTableFormat, for_table_version
 from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.metadata.indexes import ColumnIndexes
 from hudi_clusterd.table.metadata.reader import (
@@ -102,8 +102,8 @@ class MetadataTableBase:
         return self.data_config.version or 6
 
     @property
-    def record_format(self) -> MetadataRecordFormat:
-        """The metadata-record rules of the table's version (its default record schema among them)."""
+    def table_format(self) -> MetadataTableFormat:
+        """The metadata-table rules of the table's version (its default record schema among them)."""
         return for_table_version(self.table_version)
 
     def timeline_store(self) -> TimelineStore:

@@ -63,7 +63,7 @@ class MetadataCommits(MetadataRollbacks):
         stats = [ws for ws, _ in planned]
         requested = store.create(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
         inflight = CommitMetadata({p: tuple(ws for ws in stats if ws.partition_path == p) for p in by_partition}
-                                  if self.record_format.inflight_write_stats else {}, {}, Operation.UPSERT_PREPPED)
+                                  if self.table_format.inflight_write_stats else {}, {}, Operation.UPSERT_PREPPED)
         store.create(requested.with_state(State.INFLIGHT), store.serde.encode_commit(inflight))
         written: list[WriteStat] = []
         for ws, data in planned:
@@ -85,7 +85,7 @@ class MetadataCommits(MetadataRollbacks):
         """One log file (one HFile data block) per touched file group, with its write stat; and the record schema
         of the ``files`` partition's block (the deltacommit's ``extraMetadata.schema``). Each block carries the
         record schema its file slice already carries (`SliceSchemas`), else the version's default."""
-        default = self.record_format.schema
+        default = self.table_format.schema
         commit_schema = default
         out: list[tuple[WriteStat, bytes]] = []
         for partition, records in by_partition.items():
@@ -110,7 +110,7 @@ class MetadataCommits(MetadataRollbacks):
                 block = hfile_data_block(instant, schema.block_text,
                                          [(str(r["key"]), rec.encode(schema, r)) for r in group])
                 data = encode_block(block)
-                if self.record_format.log_file_per_instant:
+                if self.table_format.log_file_per_instant:
                     name = LogFileName(fid, instant, LOG_BASE_VERSION, _write_token())
                     prev, base_file = instant, ""
                 else:

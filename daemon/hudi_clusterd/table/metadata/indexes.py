@@ -24,7 +24,7 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import MetadataTableError, StorageError
 from hudi_clusterd.formats.metadata import column_stats as cs
 from hudi_clusterd.formats.metadata import records as rec
-from hudi_clusterd.formats.metadata.record_format import for_table_version
+from hudi_clusterd.formats.metadata.table_format import for_table_version
 from hudi_clusterd.storage import Storage
 
 log = structlog.get_logger(__name__)

@@ -30,7 +30,7 @@ class MetadataRollbacks(MetadataTableBase):
         Resumes an interrupted one. Returns the log files deleted (relative to the metadata table)."""
         store = self.timeline_store()
         timeline = store.load()
-        mdt_rollback = rollback_time + self.record_format.rollback_suffix
+        mdt_rollback = rollback_time + self.table_format.rollback_suffix
         pending = self._pending_rollback(store, timeline, target)
         inst = timeline.find(target, Action.DELTA_COMMIT)
         if inst is None and pending is None:
@@ -97,7 +97,7 @@ class MetadataRollbacks(MetadataTableBase):
         """The log files deltacommit ``target`` wrote. Layout 2 names them after ``target``; version 6 names them
         in the deltacommit's write stats (its inflight state carries them before any is written)."""
         out: set[str] = set()
-        if self.record_format.log_file_per_instant:
+        if self.table_format.log_file_per_instant:
             for p in MAINTAINED:
                 if p in self.partitions:
                     out.update(fi.path for fi in self.storage.list_dir(p)

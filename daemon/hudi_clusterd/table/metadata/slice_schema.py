@@ -3,7 +3,7 @@
 Readers merge a slice's base HFile and log blocks into one set of records, and some insist that they share one
 schema (hudi-rs 0.5 fails the whole read of a slice whose base HFile's ``ColumnStatsMetadata`` has 10 fields and
 whose log block's has 11). So a block of ours takes the schema of the slice's base HFile (file info ``schema``),
-else of its latest log block (header ``SCHEMA``), else the table version's default (`MetadataRecordFormat.schema`:
+else of its latest log block (header ``SCHEMA``), else the table version's default (`MetadataTableFormat.schema`:
 the schema of the release line that writes that version). A base HFile never changes, so its schema is read once
 per file.
 """

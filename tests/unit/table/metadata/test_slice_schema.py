@@ -14,7 +14,7 @@ from hudi_clusterd.formats.avro import decode_commit_metadata_v2
 from hudi_clusterd.formats.hfile import SCHEMA_KEY, write_hfile
 from hudi_clusterd.formats.log import HeaderKey, LogFileName, decode_log_file, encode_block, hfile_data_block
 from hudi_clusterd.formats.metadata import records as rec
-from hudi_clusterd.formats.metadata.record_format import HUDI_0_15, HUDI_1_0, HUDI_1_2, MetadataRecordFormat
+from hudi_clusterd.formats.metadata.table_format import HUDI_0_15, HUDI_1_0, HUDI_1_2, MetadataTableFormat
 from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.metadata.writer import MetadataTable
 from tests.support import new_metadata_table
@@ -95,7 +95,7 @@ def test_a_slice_whose_latest_log_block_has_1_2s_schema_keeps_it_on_version_8(tm
 
 @pytest.mark.parametrize(("version", "expected"), [(8, HUDI_1_0), (9, HUDI_1_2)])
 def test_a_slice_carrying_no_schema_gets_the_versions_default(tmp_path: Path, version: int,
-                                                              expected: MetadataRecordFormat) -> None:
+                                                              expected: MetadataTableFormat) -> None:
     # Given a metadata table right after Hudi initialised it (a delete block, which names no schema)
     mdt = _table(tmp_path, version)
     block_schema, commit_schema = _cluster(tmp_path, mdt)

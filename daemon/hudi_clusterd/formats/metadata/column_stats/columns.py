@@ -18,7 +18,7 @@ from hudi_clusterd.formats.metadata.column_stats.values import (
     ValueInfo,
     ValueType,
 )
-from hudi_clusterd.formats.metadata.record_format import for_table_version
+from hudi_clusterd.formats.metadata.table_format import for_table_version
 
 META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
                "_hoodie_file_name")

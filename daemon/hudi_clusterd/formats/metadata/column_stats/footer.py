@@ -22,7 +22,7 @@ from hudi_clusterd.formats.metadata.column_stats.values import (
     float32,
     round_precision,
 )
-from hudi_clusterd.formats.metadata.record_format import for_table_version
+from hudi_clusterd.formats.metadata.table_format import for_table_version
 from hudi_clusterd.formats.parquet_stats import ChunkStats, LogicalType, column_chunks, leaf_columns
 
 _NUMERIC_DEFAULT: dict[str, Any] = {"BOOLEAN": False, "INT32": 0, "INT64": 0, "FLOAT": 0.0, "DOUBLE": 0.0}

@@ -27,8 +27,8 @@ from hudi_clusterd.formats.metadata.column_stats.values import (
     unscaled_to_decimal,
 )
 from hudi_clusterd.formats.metadata.hash_id import file_id, name_id
-from hudi_clusterd.formats.metadata.record_format import for_table_version
 from hudi_clusterd.formats.metadata.records import NON_PARTITIONED_NAME, TYPE_COLUMN_STATS, TYPE_PARTITION_STATS
+from hudi_clusterd.formats.metadata.table_format import for_table_version
 
 
 def partition_identifier(partition: str) -> str:

@@ -11,7 +11,7 @@ from fastavro import schemaless_reader
 from hudi_clusterd.errors import MetadataDecodeError
 from hudi_clusterd.formats.metadata import column_stats as cs
 from hudi_clusterd.formats.metadata import records as rec
-from hudi_clusterd.formats.metadata.record_format import HUDI_0_15, HUDI_1_0, HUDI_1_2, for_table_version
+from hudi_clusterd.formats.metadata.table_format import HUDI_0_15, HUDI_1_0, HUDI_1_2, for_table_version
 
 NS = "org.apache.hudi.avro.model."
 V1_FIELDS = ("fileName", "columnName", "minValue", "maxValue", "valueCount", "nullCount", "totalSize",

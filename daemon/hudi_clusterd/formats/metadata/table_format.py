@@ -1,8 +1,9 @@
-"""What a table version decides about its metadata table's records: one ``MetadataRecordFormat`` per version.
+"""What a table version decides about its metadata table's records and files: one ``MetadataTableFormat`` per
+version.
 
 Every rule that differs between Hudi 0.15 (table version 6), Hudi 1.0.x (version 8) and Hudi 1.1/1.2 (version 9,
-and version 8 when these releases write it) is an attribute here, so that record, key and statistics code asks
-the format instead of comparing version numbers:
+and version 8 when these releases write it) is an attribute here, so that the record, key, statistics, commit and
+rollback code asks the format instead of comparing version numbers:
 
 - the default record schema: the ``HoodieMetadataRecord`` writer schema of the release line that writes the
   version (0.15's for 6, 1.0.x's for 8, 1.2's for 9). A file slice that already carries a schema (its base
@@ -24,8 +25,8 @@ from hudi_clusterd.formats.metadata.records import RecordSchema, release_schema
 
 
 @dataclass(frozen=True, slots=True)
-class MetadataRecordFormat:
-    """The metadata-record rules of one table version (see the module notes); get one with `for_table_version`."""
+class MetadataTableFormat:
+    """The metadata-table rules of one table version (see the module notes); get one with `for_table_version`."""
 
     table_version: int
     release: str
@@ -59,21 +60,21 @@ class MetadataRecordFormat:
         return release_schema(self.schema_release)
 
 
-HUDI_0_15 = MetadataRecordFormat(
+HUDI_0_15 = MetadataTableFormat(
     table_version=6, release="0.15", schema_release="v6", index_definitions=False, value_types_by_default=False,
     legacy_column_selection=True, list_element_paths=False, hudi_1_fields=False, partition_stats=False,
     log_file_per_instant=False, inflight_write_stats=True, rollback_suffix="006")
-HUDI_1_0 = MetadataRecordFormat(
+HUDI_1_0 = MetadataTableFormat(
     table_version=8, release="1.0", schema_release="v8", index_definitions=True, value_types_by_default=False,
     legacy_column_selection=False, list_element_paths=True, hudi_1_fields=True, partition_stats=True,
     log_file_per_instant=True, inflight_write_stats=False, rollback_suffix="")
-HUDI_1_2 = MetadataRecordFormat(
+HUDI_1_2 = MetadataTableFormat(
     table_version=9, release="1.2", schema_release="v9", index_definitions=True, value_types_by_default=True,
     legacy_column_selection=False, list_element_paths=True, hudi_1_fields=True, partition_stats=True,
     log_file_per_instant=True, inflight_write_stats=False, rollback_suffix="")
 
 
-def for_table_version(table_version: int) -> MetadataRecordFormat:
+def for_table_version(table_version: int) -> MetadataTableFormat:
     """The format of ``table_version``: 0.15's up to version 6 (and 7), 1.0.x's for 8, 1.2's from 9 on."""
     if table_version < 8:
         return HUDI_0_15
