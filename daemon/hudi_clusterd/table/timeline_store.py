@@ -4,9 +4,9 @@ Each state of an instant is its own write-once file. Creating a state checks tha
 and completed files are immutable, so their decoded payloads are cached by name, size and mtime.
 
 The layout (`domain.timeline_layout`) says where the files are and how they are named; the instants' contents
-are encoded as that layout's tables expect (`TimelineSerde`): layout 1 keeps commit metadata as JSON and plans as
-0.14's Avro, layout 2 stores every non-empty file as Avro with Hudi 1.x's schemas. Nothing above this module
-knows which.
+are encoded as that layout's tables expect (`formats.timeline.TimelineSerde`): layout 1 keeps commit metadata as
+JSON and plans as 0.14's Avro, layout 2 stores every non-empty file as Avro with Hudi 1.x's schemas. Nothing above
+this module knows which.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.domain.timeline_layout import LAYOUT_1, META_FOLDER, TimelineLayout
 from hudi_clusterd.errors import TimelineError
 from hudi_clusterd.formats.avro import decode_requested_replace
-from hudi_clusterd.formats.timeline import TimelineSerde, serde_of
+from hudi_clusterd.formats.timeline import serde_of
 from hudi_clusterd.storage import FileInfo, Storage
 
 TEMP_FOLDER = f"{META_FOLDER}/.temp"
 
-__all__ = ["META_FOLDER", "TEMP_FOLDER", "TimelineSerde", "TimelineStore", "serde_of"]
+__all__ = ["META_FOLDER", "TEMP_FOLDER", "TimelineStore"]
 
 
 class TimelineStore:
