@@ -50,3 +50,28 @@ def test_zookeeper_server_keeps_ephemeral_sequential_nodes(zookeeper_server: Any
     finally:
         other.stop()
         other.close()
+
+
+def test_the_counting_proxy_counts_each_kind_and_keeps_signatures_valid(s3_server: Any) -> None:
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+    from tests.harness.s3_proxy import CountingS3Proxy
+
+    with CountingS3Proxy(s3_server.endpoint) as proxy:
+        s3 = boto3.client("s3", endpoint_url=proxy.endpoint, region_name=s3_server.region,
+                          aws_access_key_id=s3_server.access_key, aws_secret_access_key=s3_server.secret_key,
+                          config=Config(retries={"max_attempts": 1}, s3={"addressing_style": "path"}))
+        prefix = s3_server.fresh_uri("proxy").split("/", 3)[3]
+        with proxy.measure() as counts:
+            s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/a", Body=b"x" * 100, IfNoneMatch="*")
+            with pytest.raises(ClientError):
+                s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/a", Body=b"y", IfNoneMatch="*")
+            assert s3.get_object(Bucket=s3_server.bucket, Key=f"{prefix}/a")["Body"].read() == b"x" * 100
+            s3.head_object(Bucket=s3_server.bucket, Key=f"{prefix}/a")
+            listed = s3.list_objects_v2(Bucket=s3_server.bucket, Prefix=f"{prefix}/")
+            s3.copy_object(Bucket=s3_server.bucket, Key=f"{prefix}/b",
+                           CopySource={"Bucket": s3_server.bucket, "Key": f"{prefix}/a"})
+            s3.delete_object(Bucket=s3_server.bucket, Key=f"{prefix}/a")
+    assert [o["Key"] for o in listed["Contents"]] == [f"{prefix}/a"]
+    assert counts == {"PUT": 2, "precondition_failed": 1, "GET": 1, "HEAD": 1, "LIST": 1, "COPY": 1, "DELETE": 1}
