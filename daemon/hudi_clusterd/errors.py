@@ -77,6 +77,13 @@ class StorageError(ClusterdError):
     retryable = True
 
 
+class StorageAccessError(StorageError):
+    """The storage refuses this process or cannot be configured as given: wrong or missing credentials, no such
+    bucket, an unknown or malformed storage option. Trying again does not help until the configuration changes."""
+
+    retryable = False
+
+
 class PreconditionFailed(StorageError):
     """A conditional write or delete found another version of the file than the one it was given (or no file):
     someone else changed it since it was read. Read it again and decide again."""

@@ -1,7 +1,9 @@
 """The contract every ``Storage`` keeps, run over each implementation.
 
 A new implementation joins by adding one entry to ``IMPLEMENTATIONS``. Tests of a guarantee only some storages
-give (``Capabilities``) are skipped, with the reason, on the others.
+give (``Capabilities``) are skipped, with the reason, on the others. ``s3-seaweedfs`` runs on the session's
+SeaweedFS server (``s3_server``), each test in a fresh prefix; ``object-memory`` is the same code over obstore's
+in-memory store.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import pytest
 from hudi_clusterd.errors import PreconditionFailed, StorageError
 from hudi_clusterd.storage import (
     ArrowStorage,
+    FileInfo,
     MemoryStorage,
+    ObjectStorage,
     PutMode,
     Storage,
     StorageSpec,
@@ -43,16 +47,40 @@ def _arrow_local(tmp_path: Path) -> Iterator[Storage]:
     yield ArrowStorage(StorageSpec(f"file://{tmp_path}/base"))
 
 
-IMPLEMENTATIONS: dict[str, Callable[[Path], Iterator[Storage]]] = {
+def _object_memory(tmp_path: Path) -> Iterator[Storage]:
+    """The object storage over obstore's in-memory store (its own bucket per test)."""
+    bucket = f"contract-{uuid.uuid4().hex[:12]}"
+    yield open_storage(StorageSpec(f"s3://{bucket}/base", {"store": "memory"}))
+    ObjectStorage.memory_buckets.drop(bucket)
+
+
+def _s3_seaweedfs(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Storage]:
+    """The object storage on the session's SeaweedFS server, in a fresh prefix of its bucket."""
+    server = request.getfixturevalue("s3_server")
+    yield open_storage(StorageSpec(server.fresh_uri("contract"), server.storage_options()))
+
+
+IMPLEMENTATIONS: dict[str, Callable[..., Iterator[Storage]]] = {
     "local": _local,
     "memory": _memory,
     "arrow-local": _arrow_local,
+    "object-memory": _object_memory,
+    "s3-seaweedfs": _s3_seaweedfs,
 }
+_NEEDS_REQUEST = frozenset({"s3-seaweedfs"})
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Storage]:
-    yield from IMPLEMENTATIONS[request.param](tmp_path)
+    make = IMPLEMENTATIONS[request.param]
+    yield from (make(tmp_path, request) if request.param in _NEEDS_REQUEST else make(tmp_path))
+
+
+def _same_file(a: FileInfo | None, b: FileInfo | None) -> bool:
+    """The same file at the same version (a put's info carries this host's clock where the store does not say
+    when it stamped the file; `Storage.put`)."""
+    assert a is not None and b is not None
+    return (a.path, a.size, a.is_dir, a.version) == (b.path, b.size, b.is_dir, b.version)
 
 
 def _require(storage: Storage, capability: str) -> None:
@@ -115,18 +143,44 @@ def test_missing_file_read_names_the_path(storage: Storage) -> None:
         storage.read_bytes("nope.txt")
 
 
-def test_versions_change_on_every_overwrite(storage: Storage) -> None:
-    first = storage.put("v", b"same size 0")
+def test_versions_change_on_every_overwrite_with_new_bytes(storage: Storage) -> None:
+    first = storage.put("v", b"same size 00")
     assert first is not None
     if first.version is None:
         pytest.skip(f"{type(storage).__name__} reports no versions")
     versions = [first.version]
     for i in range(1, 20):
-        info = storage.put("v", f"same size {i % 10}".encode())
+        info = storage.put("v", f"same size {i:02d}".encode())
         assert info is not None
         versions.append(str(info.version))
-        assert storage.info("v") == info
+        found = storage.info("v")
+        assert _same_file(found, info)
+        assert found is not None and abs(found.mtime_ms - info.mtime_ms) < 5000
     assert len(set(versions)) == len(versions)
+
+
+def test_versions_change_on_every_overwrite_even_with_the_same_bytes(storage: Storage) -> None:
+    _require(storage, "unique_versions")
+    first = storage.put("v", b"same bytes")
+    assert first is not None and first.version is not None
+    versions = [first.version]
+    for _ in range(9):
+        info = storage.put("v", b"same bytes")
+        assert info is not None and _same_file(storage.info("v"), info)
+        versions.append(str(info.version))
+    assert len(set(versions)) == len(versions)
+
+
+def test_without_unique_versions_the_version_follows_the_bytes(storage: Storage) -> None:
+    """A content-hash version (S3's ETag): what a compare-and-swap writer must allow for (new bytes every time)."""
+    if storage.capabilities.unique_versions:
+        pytest.skip(f"{type(storage).__name__} declares unique_versions")
+    one = storage.put("v", b"one")
+    two = storage.put("v", b"two")
+    again = storage.put("v", b"one")
+    assert one is not None and two is not None and again is not None
+    assert one.version != two.version and again.version == one.version
+    assert storage.put("v", b"three", if_match=one.version) is not None  # the version written last matches
 
 
 # --- conditional writes -----------------------------------------------------------------------------------------
@@ -159,7 +213,7 @@ def test_concurrent_conditional_updates_exactly_one_wins(storage: Storage) -> No
 
 
 def test_conditional_delete(storage: Storage) -> None:
-    _require(storage, "conditional_update")
+    _require(storage, "conditional_delete")
     v1 = storage.put("d", b"one")
     v2 = storage.put("d", b"two")
     assert v1 is not None and v2 is not None and v1.version and v2.version
@@ -179,8 +233,17 @@ def test_without_conditional_update_if_match_is_refused(storage: Storage) -> Non
     assert info is not None
     with pytest.raises(StorageError, match="conditionally"):
         storage.put("c", b"two", if_match=info.version or "1")
-    with pytest.raises(StorageError, match="conditionally"):
+    assert storage.read_bytes("c") == b"one"
+
+
+def test_without_conditional_delete_if_match_is_refused(storage: Storage) -> None:
+    if storage.capabilities.conditional_delete:
+        pytest.skip(f"{type(storage).__name__} declares conditional_delete")
+    info = storage.put("c", b"one")
+    assert info is not None
+    with pytest.raises(StorageError, match="conditionally") as refused:
         storage.delete("c", if_match=info.version or "1")
+    assert not isinstance(refused.value, PreconditionFailed)
     assert storage.read_bytes("c") == b"one"
 
 
@@ -191,24 +254,38 @@ def test_listing_files_and_folders(storage: Storage) -> None:
     assert storage.list_dir("missing") == []
     storage.put("t/b.txt", b"bb")
     storage.put("t/a/inner.txt", b"i")
-    storage.makedirs("t/empty")
+    storage.put("t/a/deeper/x", b"")
     listed = storage.list_dir("t")
-    assert [(f.path, f.is_dir) for f in listed] == [("t/a", True), ("t/b.txt", False), ("t/empty", True)]
+    assert [(f.path, f.is_dir) for f in listed] == [("t/a", True), ("t/b.txt", False)]
     assert next(f for f in listed if f.name == "b.txt").size == 2
-    assert [f.path for f in storage.list_dir("t/a")] == ["t/a/inner.txt"]
+    assert [(f.path, f.is_dir) for f in storage.list_dir("t/a")] == [("t/a/deeper", True), ("t/a/inner.txt", False)]
     assert {f.name for f in storage.list_dir()} == {"t"}
+    folder = storage.info("t/a")
+    assert folder is not None and folder.is_dir and folder.path == "t/a"
 
 
-def test_delete_rename_and_delete_dir(storage: Storage) -> None:
+def test_made_folders_are_listed_while_empty(storage: Storage) -> None:
+    _require(storage, "empty_folders")
+    storage.put("t/b.txt", b"bb")
+    storage.makedirs("t/empty")
+    assert [(f.path, f.is_dir) for f in storage.list_dir("t")] == [("t/b.txt", False), ("t/empty", True)]
+    assert storage.exists("t/empty")
+
+
+def test_without_empty_folders_makedirs_leaves_nothing(storage: Storage) -> None:
+    if storage.capabilities.empty_folders:
+        pytest.skip(f"{type(storage).__name__} declares empty_folders")
+    storage.makedirs("t/empty")
+    assert not storage.exists("t/empty") and storage.list_dir("t") == []
+    storage.put("t/empty/f", b"x")  # a folder exists while files are below it
+    assert storage.exists("t/empty") and [f.name for f in storage.list_dir("t")] == ["empty"]
+
+
+def test_delete_and_delete_dir(storage: Storage) -> None:
     storage.put("f", b"")
     assert storage.delete("f") and not storage.delete("f")
     with pytest.raises(StorageError, match="not found"):
         storage.delete("f", missing_ok=False)
-    storage.put("r/src", b"moved")
-    storage.rename("r/src", "r/dst")
-    assert storage.read_bytes("r/dst") == b"moved" and not storage.exists("r/src")
-    with pytest.raises(StorageError, match="not found"):
-        storage.rename("r/src", "r/other")
     storage.put("tree/a/b", b"1")
     storage.put("tree/c", b"2")
     storage.delete_dir("tree")
@@ -216,8 +293,18 @@ def test_delete_rename_and_delete_dir(storage: Storage) -> None:
     storage.delete_dir("tree")  # absent: nothing to do
 
 
+def test_rename(storage: Storage) -> None:
+    _require(storage, "atomic_rename")
+    storage.put("r/src", b"moved")
+    storage.rename("r/src", "r/dst")
+    assert storage.read_bytes("r/dst") == b"moved" and not storage.exists("r/src")
+    with pytest.raises(StorageError, match="not found"):
+        storage.rename("r/src", "r/other")
+
+
 def test_touch_refreshes_the_modification_time(storage: Storage) -> None:
-    first = storage.put("t", b"x")
+    storage.put("t", b"x")
+    first = storage.info("t")
     assert first is not None
     storage.touch("t")
     touched = storage.info("t")

@@ -22,7 +22,8 @@ Rules that keep Hudi's writers and the daemon from both entering the critical se
   stops with ``LockError`` when it does not.
 
 Only local file systems create a file atomically through this process's storage layer; other storage (HDFS
-included: its create-if-absent here is a check and then a write) is refused with a clear error.
+included: its create-if-absent here is a check and then a write) is refused with a clear error, and so are object
+stores, which create atomically but cannot rename (and where Hudi's writers refuse this provider).
 """
 
 from __future__ import annotations
@@ -152,14 +153,21 @@ class FileSystemLockProvider:
         self._mutex = (mutexes or LocalMutexes()).for_key(self.files[0].full_path)
 
     def check_supported(self) -> None:
-        """Refuse (`LockError`, naming the file) lock files on a storage without an atomic create-if-absent: a
-        table there can be opened and read, but not locked."""
+        """Refuse (`LockError`, naming the file) lock files on a storage without an atomic create-if-absent, or
+        without an atomic rename (object stores: a dead holder's file is taken over by renaming it away, and
+        Hudi's own provider refuses object stores, where its create is a check and then a write): a table there
+        can be opened and read, but not locked this way."""
         for f in self.files:
             if not f.storage.supports_atomic_create:
                 raise LockError(
                     f"{f.full_path}: this storage ({f.storage.spec.scheme}) has no atomic create-if-absent here, "
                     "so the table lock cannot be a file there; keep the table (and "
                     "hoodie.write.lock.filesystem.path) on a local or mounted file system, or run a single writer")
+            if not f.storage.capabilities.atomic_rename:
+                raise LockError(
+                    f"{f.full_path}: this storage ({f.storage.spec.scheme}) is an object store, where Hudi's "
+                    "FileSystemBasedLockProvider is not safe (Hudi refuses it there); lock the table with "
+                    "StorageBasedLockProvider, DynamoDBBasedLockProvider or ZookeeperBasedLockProvider")
 
     @property
     def timeout_s(self) -> float:

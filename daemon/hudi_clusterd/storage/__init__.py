@@ -7,24 +7,33 @@ from hudi_clusterd.storage.base import (
     PutMode,
     Storage,
     StorageSpec,
+    is_secret_option,
     is_stale_temp_file,
     is_temp_file,
 )
 from hudi_clusterd.storage.factory import open_storage
 from hudi_clusterd.storage.local import LocalStorage
 from hudi_clusterd.storage.memory import MemoryStorage, MemoryVolumes
+from hudi_clusterd.storage.object import ObjectStorage
+from hudi_clusterd.storage.object_config import OBJECT_STORE_SCHEMES, object_store_options
+from hudi_clusterd.storage.requests import RequestCounts
 
 __all__ = [
+    "OBJECT_STORE_SCHEMES",
     "ArrowStorage",
     "Capabilities",
     "FileInfo",
     "LocalStorage",
     "MemoryStorage",
     "MemoryVolumes",
+    "ObjectStorage",
     "PutMode",
+    "RequestCounts",
     "Storage",
     "StorageSpec",
+    "is_secret_option",
     "is_stale_temp_file",
     "is_temp_file",
+    "object_store_options",
     "open_storage",
 ]

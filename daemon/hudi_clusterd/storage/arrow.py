@@ -1,4 +1,5 @@
-"""Storage over a pyarrow file system, for every URI that is not local (``hdfs://``, ``s3://``, ``gs://``...).
+"""Storage over a pyarrow file system, for URIs that are neither local nor an object store's (``hdfs://``,
+``viewfs://``...; `open_storage` gives object stores to ``storage.object``).
 
 Paths and URIs are worked out from the spec's URI alone, and the file system is built on first I/O: a storage
 can name its files (plans, messages, ``child``) without reaching the network. The spec's options are given to
@@ -8,7 +9,9 @@ Create-if-absent is a check followed by a write, which two writers can both pass
 through pyarrow, and HDFS's own exclusive create is not reachable through ``pyarrow.fs``. So ``atomic_create``
 is False (the table lock refuses such storage), and conditional updates are not offered. Renames are atomic on
 HDFS only (an object store copies, then deletes). A file is written in place: an object store shows it whole once
-its stream is closed, HDFS shows it while it is written (``atomic_put`` is False there).
+its stream is closed, HDFS shows it while it is written (``atomic_put`` is False there). A version is the file's
+modification time and size: unique per write on HDFS and local files (milliseconds or finer), not on object
+stores (one-second times).
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ class ArrowStorage(Storage):
         scheme = spec.scheme
         self.capabilities = Capabilities(atomic_create=False, conditional_update=False,
                                          atomic_rename=scheme in _ATOMIC_RENAME_SCHEMES,
-                                         atomic_put=scheme not in _PATH_ONLY_SCHEMES)
+                                         atomic_put=scheme not in _PATH_ONLY_SCHEMES, conditional_delete=False,
+                                         unique_versions=scheme in _PATH_ONLY_SCHEMES, empty_folders=True)
         self.root = _fs_path(self.base_uri, scheme)
         self._fs = filesystem
         self._fs_lock = threading.Lock()

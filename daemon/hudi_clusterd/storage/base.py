@@ -9,7 +9,15 @@ holds: local, memory and object stores, not HDFS), either unconditionally
 (``PutMode.OVERWRITE``) or only when absent (``PutMode.CREATE``, which returns None when the file exists), and,
 given ``if_match``, only over the exact version read before (compare-and-swap): a mismatch raises
 `PreconditionFailed`. A storage without the ``conditional_update`` capability refuses ``if_match`` with a
-`StorageError` rather than pretend: it cannot compare and swap atomically.
+`StorageError` rather than pretend: it cannot compare and swap atomically (likewise ``delete(if_match=...)``
+without ``conditional_delete``).
+
+Object stores (``storage.object``) differ from file systems in ways callers can see, each declared as a
+capability: no rename at all (``atomic_rename`` False; `Storage.rename` refuses), no folder without files in it
+(``empty_folders`` False: `Storage.makedirs` does nothing), and a version that is a hash of the content
+(``unique_versions`` False: S3's ETag is the MD5 of the bytes, so a compare-and-swap writer must change the
+bytes on every write it guards). Storages that count their requests (object stores) expose a `RequestCounts`
+as `Storage.requests`; the others give None.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ from hudi_clusterd.errors import StorageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from hudi_clusterd.storage.requests import RequestCounts
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,18 +65,41 @@ class Capabilities:
     """What a storage does atomically."""
 
     atomic_create: bool  # PutMode.CREATE: of racing creators exactly one wins
-    conditional_update: bool  # put/delete with if_match compare and swap atomically
+    conditional_update: bool  # put with if_match compares and swaps atomically
     atomic_rename: bool  # rename moves a file in one step (never two copies, never none)
     atomic_put: bool  # readers never see a file that put is still writing
+    conditional_delete: bool  # delete with if_match compares and deletes atomically
+    unique_versions: bool  # every write gives a new version, even of identical bytes (False: a content hash)
+    empty_folders: bool  # a folder exists without files in it (makedirs makes one that is listed)
+
+
+_SECRET_WORDS = ("secret", "token", "password", "credential", "key")
+
+
+def is_secret_option(key: str) -> bool:
+    """Whether a storage option holds a secret, by its name: any key containing ``secret``, ``token``,
+    ``password``, ``credential`` or ``key`` (case-insensitive). Broad on purpose: ``access_key_id`` or
+    ``sse_kms_key_id`` are hidden too, which costs nothing, while a secret shown in a log cannot be taken back."""
+    lower = key.lower()
+    return any(word in lower for word in _SECRET_WORDS)
+
+
+def redacted(options: Mapping[str, str]) -> dict[str, str]:
+    """The options with every secret value (`is_secret_option`) replaced by ``***``."""
+    return {k: "***" if is_secret_option(k) else v for k, v in options.items()}
 
 
 @dataclass(frozen=True)
 class StorageSpec:
-    """Where a storage is (a local path or a URI) and the options its file system needs (credentials stay out:
-    they come from the environment). Picklable: Spark tasks get a spec and open it (`open_storage`)."""
+    """Where a storage is (a local path or a URI) and the options its file system needs (an object store's
+    endpoint, region, and possibly its credentials: `is_secret_option` values never show in the spec's repr).
+    Picklable: Spark tasks get a spec and open it (`open_storage`)."""
 
     uri: str
     options: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __repr__(self) -> str:
+        return f"StorageSpec(uri={self.uri!r}, options={redacted(self.options)!r})"
 
     @property
     def scheme(self) -> str:
@@ -128,12 +161,22 @@ class Storage(ABC):
     base_uri: str
     """The base path as given (no trailing slash): the table's name in messages and keys."""
     capabilities: Capabilities
+    spark_readable: bool = True
+    """Whether Spark's own readers (the JVM's Hadoop file systems) open this storage's URIs. Where not (an object
+    store reached through this process's client, a memory volume), the engine reads the files in its Python
+    workers, through `open_storage`."""
 
     # --- paths ------------------------------------------------------------------------------------------------
 
     @abstractmethod
     def full_path(self, rel: str = "") -> str:
         """The path of ``rel`` without scheme, as messages name it."""
+
+    @property
+    def requests(self) -> RequestCounts | None:
+        """The requests this storage (and its children) made, by kind; None for a storage that does not count
+        them (local, memory, pyarrow file systems)."""
+        return None
 
     def event_folder(self, rel: str = "") -> str | None:
         """The operating system's folder whose file-system events (watchdog) show changes under ``rel``; None for a
@@ -198,7 +241,9 @@ class Storage(ABC):
             ) -> FileInfo | None:
         """Write a whole file (atomically for readers where ``atomic_put`` holds). ``PutMode.CREATE`` returns
         None when the file exists; ``if_match`` (with ``OVERWRITE``) writes only over that version, else raises
-        `PreconditionFailed` (also when the file is gone). Returns the written file's info."""
+        `PreconditionFailed` (also when the file is gone). Returns the written file's info (an object store does
+        not say when it stamped the object: its ``mtime_ms`` is then this host's clock; `info` gives the
+        store's)."""
 
     def write_bytes(self, rel: str, data: bytes, *, overwrite: bool = False) -> bool:
         """``put`` as a yes/no: with ``overwrite=False`` the file is created only if absent, and False is
@@ -212,16 +257,17 @@ class Storage(ABC):
 
     @abstractmethod
     def makedirs(self, rel: str) -> None:
-        ...
+        """Make a folder (and its parents); nothing where ``empty_folders`` does not hold."""
 
     @abstractmethod
     def rename(self, src: str, dst: str) -> None:
         """Move a file over ``dst``; `StorageError` when ``src`` is gone (one of racing movers wins where
-        ``atomic_rename`` holds: stale locks are taken over this way)."""
+        ``atomic_rename`` holds: stale locks are taken over this way). Object stores refuse (`StorageError`)."""
 
     @abstractmethod
     def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
-        """Delete one file; True if it existed. ``if_match``: only that version, else `PreconditionFailed`."""
+        """Delete one file; True if it existed. ``if_match``: only that version, else `PreconditionFailed`
+        (refused, `StorageError`, where ``conditional_delete`` does not hold)."""
 
     @abstractmethod
     def delete_dir(self, rel: str) -> None:
@@ -234,9 +280,13 @@ class Storage(ABC):
     # --- shared checks ----------------------------------------------------------------------------------------
 
     def _check_conditional(self, rel: str, mode: PutMode | None, if_match: str | None) -> None:
+        """Refuse ``if_match`` where it cannot hold: ``mode`` is the put's mode, None for a delete."""
         if if_match is None:
             return
-        if not self.capabilities.conditional_update:
+        if mode is None and not self.capabilities.conditional_delete:
+            raise StorageError(f"{self.full_path(rel)}: this storage ({self.spec.scheme}) cannot delete a file "
+                               "conditionally")
+        if mode is not None and not self.capabilities.conditional_update:
             raise StorageError(f"{self.full_path(rel)}: this storage ({self.spec.scheme}) cannot update a file "
                                "conditionally")
         if mode is PutMode.CREATE:

@@ -6,15 +6,21 @@ from hudi_clusterd.storage.arrow import ArrowStorage
 from hudi_clusterd.storage.base import Storage, StorageSpec
 from hudi_clusterd.storage.local import LocalStorage
 from hudi_clusterd.storage.memory import MemoryStorage
+from hudi_clusterd.storage.object import ObjectStorage
+from hudi_clusterd.storage.object_config import OBJECT_STORE_SCHEMES
 
 
 def open_storage(spec_or_uri: StorageSpec | str) -> Storage:
     """The storage a spec names, chosen by scheme: a plain path or ``file:`` is local, ``memory://<name>`` a
-    memory volume of this process, anything else a pyarrow file system (opened on first I/O)."""
+    memory volume of this process, an object store's URI (``s3``, ``s3a``, ``gs``, ``abfs``, ``abfss``, ``az``)
+    an `ObjectStorage`, anything else (``hdfs``...) a pyarrow file system. Nothing reaches the network here: clients
+    are built on first I/O."""
     spec = spec_or_uri if isinstance(spec_or_uri, StorageSpec) else StorageSpec(spec_or_uri)
     scheme = spec.scheme
     if scheme == "file":
         return LocalStorage(spec)
     if scheme == "memory":
         return MemoryStorage(spec)
+    if scheme in OBJECT_STORE_SCHEMES:
+        return ObjectStorage(spec)
     return ArrowStorage(spec)

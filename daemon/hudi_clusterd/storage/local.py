@@ -33,7 +33,8 @@ from hudi_clusterd.storage.base import (
     temp_file_name,
 )
 
-LOCAL_CAPABILITIES = Capabilities(atomic_create=True, conditional_update=False, atomic_rename=True, atomic_put=True)
+LOCAL_CAPABILITIES = Capabilities(atomic_create=True, conditional_update=False, atomic_rename=True, atomic_put=True,
+                                  conditional_delete=False, unique_versions=True, empty_folders=True)
 
 
 def _local_path(uri: str) -> str:

@@ -20,7 +20,8 @@ import pyarrow as pa
 from hudi_clusterd.errors import PreconditionFailed, StorageError
 from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, inside, join
 
-MEMORY_CAPABILITIES = Capabilities(atomic_create=True, conditional_update=True, atomic_rename=True, atomic_put=True)
+MEMORY_CAPABILITIES = Capabilities(atomic_create=True, conditional_update=True, atomic_rename=True, atomic_put=True,
+                                   conditional_delete=True, unique_versions=True, empty_folders=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,7 @@ class MemoryStorage(Storage):
 
     volumes: ClassVar[MemoryVolumes] = MemoryVolumes()
     capabilities = MEMORY_CAPABILITIES
+    spark_readable = False
 
     def __init__(self, spec: StorageSpec | str) -> None:
         spec = spec if isinstance(spec, StorageSpec) else StorageSpec(spec)

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from hudi_clusterd.errors import StorageError
-from hudi_clusterd.storage import ArrowStorage, LocalStorage, MemoryStorage, StorageSpec, open_storage
+from hudi_clusterd.storage import ArrowStorage, LocalStorage, MemoryStorage, ObjectStorage, StorageSpec, open_storage
 
 
-@pytest.mark.parametrize("scheme", ["s3", "gs"])
+@pytest.mark.parametrize("scheme", ["s3", "s3a", "gs"])
 def test_object_store_child_keeps_the_scheme(scheme: str) -> None:
-    # Given a table on an object store (never contacted: the file system is built on first I/O)
+    # Given a table on an object store (never contacted: the client is built on first I/O)
     table = open_storage(StorageSpec(f"{scheme}://bucket/tbl", {"region": "eu-west-1"}))
-    assert isinstance(table, ArrowStorage)
+    assert isinstance(table, ObjectStorage)
     # When the metadata table's storage is made from it
     mdt = table.child(".hoodie/metadata")
     # Then its URIs name the same bucket and scheme, and read back to paths relative to it
@@ -27,7 +27,17 @@ def test_object_store_child_keeps_the_scheme(scheme: str) -> None:
     assert mdt.full_path("files") == "bucket/tbl/.hoodie/metadata/files"
     assert mdt.spec == StorageSpec(f"{scheme}://bucket/tbl/.hoodie/metadata", {"region": "eu-west-1"})
     assert mdt.spec.scheme == scheme
-    assert not mdt.capabilities.atomic_create and not mdt.supports_atomic_create
+    assert mdt.capabilities.atomic_create and not mdt.capabilities.atomic_rename
+    assert mdt.requests is table.requests  # one client, one count
+
+
+@pytest.mark.parametrize("scheme", ["s3", "gs"])
+def test_pyarrow_object_store_storage_still_names_its_files(scheme: str) -> None:
+    table = ArrowStorage(StorageSpec(f"{scheme}://bucket/tbl", {"region": "eu-west-1"}))
+    mdt = table.child(".hoodie/metadata")
+    assert mdt.uri("files/x") == f"{scheme}://bucket/tbl/.hoodie/metadata/files/x"
+    assert table.rel_from_uri(mdt.uri("files/x")) == ".hoodie/metadata/files/x"
+    assert not mdt.capabilities.atomic_create and not mdt.supports_atomic_create and mdt.requests is None
 
 
 @pytest.mark.parametrize("uri", ["s3://bucket/tbl-evil/f.parquet", "s3://bucket/tbl/../x.parquet",
@@ -51,7 +61,10 @@ def test_open_storage_chooses_by_scheme(tmp_path: Path) -> None:
     assert isinstance(open_storage(f"file://{tmp_path}"), LocalStorage)
     assert isinstance(open_storage(f"file:{tmp_path}"), LocalStorage)
     assert isinstance(open_storage("memory://unit-open/t"), MemoryStorage)
-    assert isinstance(open_storage("s3://bucket/t"), ArrowStorage)
+    for uri in ("s3://bucket/t", "s3a://bucket/t", "gs://bucket/t", "az://container/t",
+                "abfs://container@account.dfs.core.windows.net/t", "abfss://container@account.dfs.core.windows.net/t"):
+        assert isinstance(open_storage(uri), ObjectStorage), uri
+    assert isinstance(open_storage("hdfs://namenode:8020/t"), ArrowStorage)
 
 
 def test_local_spec_is_absolute_and_picklable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
