@@ -22,7 +22,7 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.plan import ClusteringPlan, WorkOrder
 from hudi_clusterd.engine.clustering.exchange import SortedRuns, ranges_per_partition
-from hudi_clusterd.engine.clustering.scan import GroupScan, ScanFile
+from hudi_clusterd.engine.clustering.scan import GroupScan, ScanFile, read_through_storage
 from hudi_clusterd.engine.clustering.sizing import output_bytes_per_row, output_file_groups, writing_tasks
 from hudi_clusterd.engine.clustering.sorting import exchange_layout, sort_for_layout
 from hudi_clusterd.engine.files import (
@@ -120,7 +120,11 @@ class SparkGroupRunner:
 
     def read_group(self, storage: Storage, files: Sequence[ScanFile]) -> DataFrame:
         """The group's rows, without the two meta columns the writer sets anyway (``_hoodie_file_name`` is
-        rewritten, ``_hoodie_partition_path`` is the group's partition): they would only widen the shuffle."""
+        rewritten, ``_hoodie_partition_path`` is the group's partition): they would only widen the shuffle.
+        Read by Spark's Parquet reader, or in the Python workers where Spark cannot open the storage's URIs (an
+        object store: `read_through_storage`)."""
+        if not storage.spark_readable:
+            return read_through_storage(self.spark, storage, files).drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD)
         paths = [literal_read_path(storage.uri(f.path)) for f in files]
         df = self.spark.read.option("mergeSchema", "true").parquet(*paths)
         return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD)

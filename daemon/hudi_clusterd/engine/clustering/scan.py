@@ -26,7 +26,7 @@ from hudi_clusterd.storage import Storage, StorageSpec, open_storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import DataType, StructType
 
     from hudi_clusterd.engine.files import BatchFunction
 
@@ -153,3 +153,50 @@ class GroupScan:
             return fn(conformed())
 
         return self.spark.range(0, tasks, 1, tasks).mapInArrow(read_task, schema)
+
+
+def footer_schema(storage: Storage, files: Sequence[ScanFile]) -> StructType:
+    """The merged Spark schema of ``files`` read from their footers, as Spark's Parquet reader gives it with
+    ``mergeSchema``: the union of the columns (a type that differs between files is an `ExecutionError`), every
+    column nullable, INT96 columns as timestamps, other timestamps by their ``isAdjustedToUTC``."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType, TimestampType
+
+    schemas: list[pa.Schema] = []
+    int96: set[str] = set()
+    for f in files:
+        try:
+            with storage.open_input_file(f.path) as src:
+                parquet = pq.ParquetFile(src, coerce_int96_timestamp_unit="us")
+                schemas.append(parquet.schema_arrow)
+                columns = [parquet.schema.column(i) for i in range(len(parquet.schema))]
+                int96 |= {c.path for c in columns if c.physical_type == "INT96" and "." not in c.path}
+        except (OSError, pa.ArrowException) as e:
+            raise ExecutionError(f"{storage.full_path(f.path)}: cannot read the footer: {e}") from e
+    try:
+        merged = pa.unify_schemas(schemas)
+    except pa.ArrowException as e:
+        raise ExecutionError(f"{storage.full_path(files[0].path) if files else storage.base_uri} and the other "
+                             f"files of the group: their schemas do not merge: {e}") from e
+    return StructType([StructField(f.name, TimestampType() if f.name in int96 else _nullable(from_arrow_type(f.type)),
+                                   True) for f in merged])
+
+
+def _nullable(data_type: DataType) -> DataType:
+    """``data_type`` with every nested field and element nullable (Spark's Parquet reader reads them so)."""
+    from pyspark.sql.types import ArrayType, MapType, StructField, StructType
+
+    if isinstance(data_type, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True) for f in data_type.fields])
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_nullable(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(_nullable(data_type.keyType), _nullable(data_type.valueType), True)
+    return data_type
+
+
+def read_through_storage(spark: SparkSession, storage: Storage, files: Sequence[ScanFile]) -> DataFrame:
+    """The rows of ``files`` as a DataFrame read in the Python workers through the storage (`GroupScan`), for a
+    storage Spark's own readers cannot open (`Storage.spark_readable`); its schema is `footer_schema`'s."""
+    schema = footer_schema(storage, files)
+    return GroupScan(spark, storage.spec, tuple(files), schema).map_files(lambda batches: batches, schema)
