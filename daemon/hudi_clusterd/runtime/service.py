@@ -1,17 +1,19 @@
 """The service: one worker thread per table over a shared engine.
 
 Each table worker waits on a wake-up event that its timeline watcher sets on new instants (with a periodic full
-check as a safety net). A tick reads the current settings once and keeps its table object between ticks (its
-timeline cache and footer ranges survive); then `ops.schedule` takes the tick's one `TableSnapshot` (and
-schedules, and claims, when due); the first tick recovers what a crashed executor left; the table's state is
-reported; and pending plans run oldest first, the one just scheduled last. Groups of a plan run on the
-executor's thread pool, each as a job of the shared engine.
+check as a safety net); a table on storage without file-system events (an object store) is polled instead, and
+ticks only when its timeline changed since a quiet tick (`runtime.poll`). A tick reads the current settings once
+and keeps its table object between ticks (its timeline cache and footer ranges survive); then `ops.schedule` takes
+the tick's one `TableSnapshot` (and schedules, and claims, when due); the first tick recovers what a crashed
+executor left; the table's state is reported; and pending plans run oldest first, the one just scheduled last.
+Groups of a plan run on the executor's thread pool, each as a job of the shared engine.
 
 Events go to the daemon's observer (metrics and logs, wired by ``runtime.app``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -41,6 +43,7 @@ from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.ordering.figures import clustering_figures, ratio_after
+from hudi_clusterd.runtime.poll import TimelinePoll
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.watcher import TimelineWatcher
 from hudi_clusterd.settings import Settings, TableSpec
@@ -91,6 +94,9 @@ class TableWorker:
         self._watcher: TimelineWatcher | None = None
         self._recovered = False
         self._busy_since: float | None = None
+        self._poll = TimelinePoll()
+        self._quiet = False
+        """Whether the last tick changed nothing and left nothing to do (`runtime.poll`)."""
         self.observer = _Beating(self, daemon.observer)
 
     @property
@@ -127,11 +133,26 @@ class TableWorker:
         return self.is_alive() and (self.busy or time.monotonic() - self.last_beat < max_age_s)
 
     def _run(self) -> None:
+        woken = True
         while not self.stop_event.is_set():
-            self.guarded_tick()
+            self.poll(woken)
             self.last_beat = time.monotonic()
-            self.wake.wait(self.daemon.settings.current.poll_interval_seconds)
+            woken = self.wake.wait(self.daemon.settings.current.poll_interval_seconds)
             self.wake.clear()
+
+    def poll(self, woken: bool = False) -> bool:
+        """One turn of the loop: a tick, unless the table's storage has no file-system events and its timeline is
+        as the last, quiet, tick left it (`runtime.poll`; ``woken``: an explicit wake-up, which always ticks).
+        True when it ticked."""
+        if self.table is None:  # opened first, so that the poll sees the timeline the first tick starts from
+            with contextlib.suppress(Exception):  # the tick reports it
+                self.open_table(self.daemon.settings.current, self.spec)
+        if not self._poll.due(self.table, woken):
+            return False
+        self._quiet = False
+        self.guarded_tick()
+        self._poll.ticked(self._quiet)
+        return True
 
     def guarded_tick(self) -> bool:
         """One tick whose errors are logged, not raised: False when it failed. A tick that finds the table busy
@@ -212,6 +233,7 @@ class TableWorker:
             ratio = ratio_after(table.storage, snapshot.view, done, spec.policy.sort_columns)
             if ratio is not None:
                 self.observer.notify(LayoutMeasured(self.name, spec.policy.sort_columns, ratio))
+        self._quiet = not result.trigger.fire and not snapshot.pending and not queue
 
     def _runnable(self, snapshot: TableSnapshot) -> list[PendingPlan]:
         """The pending plans this daemon executes: those hudi-clusterd scheduled (another writer's plans are left
