@@ -37,6 +37,7 @@ from hudi_clusterd.domain.policy_keys import ClusteringKey
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, strip_meta_fields
+from hudi_clusterd.lock import LockProvider
 from hudi_clusterd.ops.commit import Committed, complete
 from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.clock import SYSTEM_CLOCK, Clock
@@ -76,10 +77,16 @@ class TableGen:
     """A table plus a clock that hands out increasing instant times."""
 
     def __init__(self, base: Path, partitioned: bool = True, name: str = "t", compression: str = "snappy",
-                 table_version: int = 6, clock: Clock = SYSTEM_CLOCK) -> None:
+                 table_version: int = 6, clock: Clock = SYSTEM_CLOCK, storage: Storage | None = None,
+                 lock_provider: LockProvider | None = None) -> None:
+        """``storage``: where the table is (default: the local folder ``base``); every file is written through it.
+        ``lock_provider``: the table's lock (default: the file lock; an object store needs another)."""
         cfg = TableConfig.for_new_table(name=name, record_key_fields=["id"],
                                         partition_fields=["part"] if partitioned else [], table_version=table_version)
-        self.table = HoodieTable.create(str(base), cfg, clock=clock)
+        self.table = HoodieTable.create(str(base) if storage is None else storage.base_uri, cfg, storage,
+                                        clock=clock)
+        if lock_provider is not None:
+            self.table.lock_provider = lock_provider
         self.base = base
         self.partitioned = partitioned
         self.name = name
@@ -129,15 +136,17 @@ class TableGen:
                 for col, values in extra_columns(partition, len(xs)).items():
                     table = table.append_column(col, values)
                 schema = arrow_to_avro_json(strip_meta_fields(table.schema), self.name)
-            folder = self.base / partition if partition else self.base
-            folder.mkdir(parents=True, exist_ok=True)
-            meta_file = folder / ".hoodie_partition_metadata"
-            if not meta_file.exists():
+            storage = self.table.storage
+            meta_file = join_partition(partition, ".hoodie_partition_metadata")
+            if not storage.exists(meta_file):
                 depth = partition.count("/") + 1 if partition else 0
-                meta_file.write_text(f"#partition metadata\ncommitTime={t}\npartitionDepth={depth}\n")
-            path = folder / name
-            pq.write_table(table, path, compression=self.compression)
-            size = path.stat().st_size
+                storage.put(meta_file, f"#partition metadata\ncommitTime={t}\npartitionDepth={depth}\n".encode())
+            rel = join_partition(partition, name)
+            with storage.open_output(rel) as out:
+                pq.write_table(table, out, compression=self.compression)
+            written = storage.info(rel)
+            assert written is not None
+            size = written.size
             stats.setdefault(partition, []).append(WriteStat(
                 file_id, join_partition(partition, name), partition, num_writes=len(xs), num_inserts=len(xs),
                 total_write_bytes=size, file_size_in_bytes=size))

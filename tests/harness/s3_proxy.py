@@ -66,7 +66,9 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in response.getheaders():
             if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length":
                 self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
+        # a HEAD's answer has no body but the length of the object it describes
+        length = response.getheader("Content-Length") if self.command == "HEAD" else None
+        self.send_header("Content-Length", length or str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
