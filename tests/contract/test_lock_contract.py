@@ -1,16 +1,22 @@
 """What every table lock provider promises (:class:`hudi_clusterd.lock.provider.LockProvider`).
 
 Each test runs once per implementation in ``IMPLEMENTATIONS``: a function that builds a provider of one table
-(``table``, a fresh folder) with a timeout, a stale time (after which a holder that stopped refreshing its lease
-is dead) and a clock (seconds since the epoch) by which the provider ages the leases of others. Two providers of
-one table stand for two handles of it (two processes, or two handles in one). A new implementation joins by
-adding its builder to ``IMPLEMENTATIONS``.
+(``table``, a fresh folder; ``request`` gives it the fixtures it needs, such as a server) with a timeout, a stale
+time (after which a holder that stopped refreshing its lease is dead) and a clock (seconds since the epoch) by
+which the provider ages the leases of others. Two providers of one table stand for two handles of it (two
+processes, or two handles in one). A new implementation joins by adding its builder to ``IMPLEMENTATIONS``.
+
+The storage lock (Hudi's ``StorageBasedLockProvider``) runs on every storage with conditional writes: one
+``storage_lock(<opener>)`` line per storage, where the opener gives the storage of ``table`` (every call for one
+``table`` the same place), e.g. ``pytest.param(storage_lock(s3_storage), id="storage-s3")`` with an opener that
+takes the ``s3_server`` fixture from ``request``.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -18,24 +24,50 @@ from typing import Protocol
 import pytest
 
 from hudi_clusterd.errors import LockError
-from hudi_clusterd.lock import FileSystemLockProvider, LockOptions, LockProvider
-from hudi_clusterd.storage import open_storage
+from hudi_clusterd.lock import FileSystemLockProvider, LockOptions, LockProvider, StorageLockProvider
+from hudi_clusterd.storage import MemoryStorage, Storage, open_storage
 
 STALE_S = 60.0
 """Long enough that no holder refreshes its lease during a test; a clock moved past it ages a lease instead."""
 
 
 class Builder(Protocol):
-    def __call__(self, table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float]
-                 ) -> LockProvider: ...
+    def __call__(self, request: pytest.FixtureRequest, table: Path, *, timeout_s: float, stale_s: float,
+                 clock: Callable[[], float]) -> LockProvider: ...
 
 
-def file_system_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float]) -> LockProvider:
+StorageOpener = Callable[[pytest.FixtureRequest, Path], Storage]
+"""The storage of one test's table (the same place on every call for one ``table``)."""
+
+
+def file_system_lock(request: pytest.FixtureRequest, table: Path, *, timeout_s: float, stale_s: float,
+                     clock: Callable[[], float]) -> LockProvider:
     options = LockOptions(timeout_s=timeout_s, stale_s=stale_s)
     return FileSystemLockProvider(open_storage(str(table)), options, clock=clock)
 
 
-IMPLEMENTATIONS = [pytest.param(file_system_lock, id="file-system")]
+def storage_lock(open_table: StorageOpener) -> Builder:
+    """Builds Hudi's storage lock on the storage ``open_table`` gives: the stale time is the lock's validity
+    (renewed ten times per validity, Hudi's tightest ratio), attempts are 50 ms apart instead of Hudi's second."""
+
+    def build(request: pytest.FixtureRequest, table: Path, *, timeout_s: float, stale_s: float,
+              clock: Callable[[], float]) -> LockProvider:
+        return StorageLockProvider(open_table(request, table), validity_s=stale_s, renew_interval_s=stale_s / 10,
+                                   timeout_s=timeout_s, clock=clock, retry_interval_s=0.05)
+
+    return build
+
+
+def memory_storage(request: pytest.FixtureRequest, table: Path) -> Storage:
+    volume = f"lock-contract-{uuid.uuid5(uuid.NAMESPACE_URL, str(table)).hex}"
+    request.addfinalizer(lambda: MemoryStorage.volumes.drop(volume))
+    return MemoryStorage(f"memory://{volume}/table")
+
+
+IMPLEMENTATIONS = [
+    pytest.param(file_system_lock, id="file-system"),
+    pytest.param(storage_lock(memory_storage), id="storage-memory"),
+]
 
 
 class Clock:
@@ -55,7 +87,7 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., LockPr
 
     def provider(*, timeout_s: float = 5.0, stale_s: float = STALE_S,
                  clock: Callable[[], float] = time.time) -> LockProvider:
-        return build(tmp_path, timeout_s=timeout_s, stale_s=stale_s, clock=clock)
+        return build(request, tmp_path, timeout_s=timeout_s, stale_s=stale_s, clock=clock)
 
     return provider
 

@@ -3,11 +3,12 @@
 ``hoodie.write.lock.provider`` names the writers' lock provider class; the daemon must take the same lock.
 :data:`PROVIDERS` maps each class name the daemon implements to that implementation, one entry per class; the
 key unset means ``FileSystemBasedLockProvider``. Any other class (``InProcessLockProvider``,
-``ZookeeperBasedLockProvider``, ``DynamoDBBasedLockProvider``, ``HiveMetastoreBasedLockProvider``,
-``StorageBasedLockProvider`` or an unknown one) is refused with one ``ConfigError`` line naming it.
+``ZookeeperBasedLockProvider``, ``DynamoDBBasedLockProvider``, ``HiveMetastoreBasedLockProvider`` or an unknown
+one) is refused with one ``ConfigError`` line naming it.
 
 How long to wait for the lock and when a daemon's own lock counts as dead are the daemon's settings
-(``clusterd.lock.timeout.seconds``, ``clusterd.lock.stale.seconds``), passed in by the caller.
+(``clusterd.lock.timeout.seconds``, ``clusterd.lock.stale.seconds``), passed in by the caller. The storage lock
+has no stale time of the daemon's: its leases last what the writers' ``hoodie.write.lock.storage.*`` keys say.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ from hudi_clusterd.lock.file import (
     file_lock_options,
 )
 from hudi_clusterd.lock.provider import LocalMutexes, LockProvider
+from hudi_clusterd.lock.storage_lock import StorageLockProvider
+from hudi_clusterd.lock.storage_lock_format import (
+    DEFAULT_RENEW_S,
+    DEFAULT_VALIDITY_S,
+    RENEW_ALT_KEY,
+    RENEW_KEY,
+    STORAGE_PROVIDER,
+    VALIDITY_KEY,
+    storage_lock_times,
+)
 from hudi_clusterd.storage import Storage
 
 __all__ = [
@@ -72,8 +83,22 @@ def _file_system(props: Mapping[str, str], storage: Storage, *, timeout_s: float
     return FileSystemLockProvider(storage, options, mutexes=mutexes)
 
 
+def _storage_problems(props: Mapping[str, str]) -> list[str]:
+    return storage_lock_times(props)[1]
+
+
+def _storage(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
+             mutexes: LocalMutexes | None) -> LockProvider:
+    times, problems = storage_lock_times(props)
+    if times is None:
+        raise ConfigError("invalid table lock settings", problems)
+    return StorageLockProvider(storage, validity_s=times.validity_s, renew_interval_s=times.renew_interval_s,
+                               timeout_s=timeout_s, mutexes=mutexes)
+
+
 PROVIDERS: Mapping[str, Registration] = MappingProxyType({
     FILE_SYSTEM_PROVIDER: Registration(_file_system_problems, _file_system),
+    STORAGE_PROVIDER: Registration(_storage_problems, _storage),
 })
 """Hudi's lock provider class name -> the daemon's implementation of that lock."""
 
@@ -115,10 +140,16 @@ def lock_properties(props: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 def lock_reference() -> list[tuple[str, str | None, str]]:
     """``(key, default, description)`` of every ``hoodie.write.lock.*`` key the daemon reads."""
     return [
-        (PROVIDER_KEY, None, f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}, the only "
-         "one supported (any other class is refused)."),
+        (PROVIDER_KEY, None, f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}. "
+         f"Supported: {FILE_SYSTEM_PROVIDER} and {STORAGE_PROVIDER} (any other class is refused)."),
         (PATH_KEY, None, "Folder of the writers' FileSystemBasedLockProvider lock file (absolute path or URI); "
          "unset = the table's .hoodie. The daemon holds <folder>/lock and .hoodie/.aux/lock."),
         (EXPIRE_KEY, "0", "Minutes after which the writers treat a lock file nobody refreshed as dead (0 = never, "
          "Hudi's default); the daemon takes over a Hudi writer's lock file only after this."),
+        (VALIDITY_KEY, str(DEFAULT_VALIDITY_S), "Seconds one write of a StorageBasedLockProvider lock "
+         "(.hoodie/.locks/table_lock.json) holds it (at least 10, and at least 10 renew intervals); the daemon's "
+         "leases last as long."),
+        (RENEW_KEY, str(DEFAULT_RENEW_S), "Seconds between two renewals of a StorageBasedLockProvider lock (at "
+         f"least 1); {RENEW_ALT_KEY} is read when this is unset."),
+        (RENEW_ALT_KEY, None, f"Former name of {RENEW_KEY}, read when that is unset."),
     ]

@@ -10,14 +10,18 @@ from hudi_clusterd.lock import (
     FILE_SYSTEM_PROVIDER,
     LOCK_FILE,
     PROVIDER_KEY,
+    STORAGE_PROVIDER,
     FileSystemLockProvider,
     LocalMutexes,
+    StorageLockProvider,
     lock_problems,
     lock_properties,
     lock_provider_from_properties,
+    storage_lock_times,
 )
 from hudi_clusterd.lock.file import file_lock_options
-from hudi_clusterd.storage import open_storage
+from hudi_clusterd.lock.storage_lock_format import StorageLockTimes
+from hudi_clusterd.storage import MemoryStorage, open_storage
 from tests.builders import make_policy
 
 _PKG = "org.apache.hudi.client.transaction.lock."
@@ -26,7 +30,6 @@ REFUSED = [
     _PKG + "ZookeeperBasedLockProvider",
     "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider",
     "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider",
-    _PKG + "StorageBasedLockProvider",
     "com.example.MyLockProvider",
 ]
 
@@ -104,3 +107,54 @@ def test_providers_built_with_one_set_of_mutexes_queue_their_threads_on_it(tmp_p
     alone = lock_provider_from_properties({}, open_storage(str(tmp_path)), timeout_s=0.2)
     with first.acquire(), pytest.raises(LockError, match="waiting for the table lock held by"):
         alone.acquire()
+
+
+_VALIDITY, _RENEW = "hoodie.write.lock.storage.validity.timeout.secs", "hoodie.write.lock.storage.renew.interval.secs"
+_RENEW_ALT = "hoodie.write.lock.storage.heartbeat.poll.secs"
+
+
+def test_the_storage_provider_is_built_with_the_writers_times_and_the_daemons_timeout() -> None:
+    storage = MemoryStorage("memory://registry-storage-lock/t")
+    try:
+        mutexes = LocalMutexes()
+        props = {PROVIDER_KEY: STORAGE_PROVIDER, _VALIDITY: "60", _RENEW: "6"}
+        first = lock_provider_from_properties(props, storage, timeout_s=0.1, mutexes=mutexes)
+        assert isinstance(first, StorageLockProvider)
+        assert (first.validity_s, first.renew_interval_s, first.timeout_s) == (60, 6, 0.1)
+        default = lock_provider_from_properties({PROVIDER_KEY: STORAGE_PROVIDER}, storage, mutexes=mutexes)
+        assert isinstance(default, StorageLockProvider) and (default.validity_s, default.renew_interval_s) == (300, 30)
+        with first.acquire() as lease, pytest.raises(LockError, match="waiting for another thread of this process"):
+            assert storage.read_bytes(".hoodie/.locks/table_lock.json").endswith(f'"owner":"{lease.owner}"}}'.encode())
+            default.acquire(timeout_s=0.1)  # one mutex per lock file of the process
+    finally:
+        MemoryStorage.volumes.drop("registry-storage-lock")
+
+
+@pytest.mark.parametrize(("props", "times"), [
+    ({}, StorageLockTimes(300, 30)),
+    ({_VALIDITY: " 100 ", _RENEW: "10"}, StorageLockTimes(100, 10)),
+    ({_RENEW_ALT: "5"}, StorageLockTimes(300, 5)),
+    ({_RENEW: "20", _RENEW_ALT: "5"}, StorageLockTimes(300, 20)),  # the key wins over its former name
+    ({_VALIDITY: "10", _RENEW: "1"}, StorageLockTimes(10, 1)),
+], ids=["defaults", "set", "former-name", "both-names", "smallest"])
+def test_the_storage_lock_times_are_read_from_hudis_keys(props: dict[str, str], times: StorageLockTimes) -> None:
+    assert storage_lock_times(props) == (times, [])
+
+
+@pytest.mark.parametrize(("props", "problems"), [
+    ({_VALIDITY: "5"}, [f"{_VALIDITY}: must be at least 10 seconds, got 5",
+                        f"{_VALIDITY}: must be at least 10 times {_RENEW} (30), got 5"]),
+    ({_RENEW: "0", _VALIDITY: "20"}, [f"{_RENEW}: must be at least 1 second, got 0"]),
+    ({_VALIDITY: "100"}, [f"{_VALIDITY}: must be at least 10 times {_RENEW} (30), got 100"]),
+    ({_RENEW_ALT: "31"}, [f"{_VALIDITY}: must be at least 10 times {_RENEW_ALT} (31), got 300"]),
+    ({_VALIDITY: "5m", _RENEW: ""}, [f"{_VALIDITY}: must be an integer, got '5m'",
+                                     f"{_RENEW}: must be an integer, got ''"]),
+    ({_VALIDITY: "9", _RENEW: "-1"}, [f"{_VALIDITY}: must be at least 10 seconds, got 9",
+                                      f"{_RENEW}: must be at least 1 second, got -1"]),
+], ids=["short-validity", "zero-renew", "ratio", "ratio-former-name", "not-integers", "both-short"])
+def test_storage_lock_times_breaking_hudis_constraints_are_refused_naming_key_and_value(
+        props: dict[str, str], problems: list[str]) -> None:
+    full = {PROVIDER_KEY: STORAGE_PROVIDER, **props}
+    assert lock_problems(full) == problems
+    with pytest.raises(ConfigError, match="the table's lock cannot be taken"):
+        lock_provider_from_properties(full, MemoryStorage("memory://registry-refused/t"))
