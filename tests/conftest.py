@@ -84,3 +84,80 @@ def _logging_restored(_session_log_stream: TextIO) -> Iterator[None]:
 def _hermetic_hudi_rs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """hudi-rs reads $HUDI_CONF_DIR/hudi-defaults.conf; point it at an empty folder."""
     monkeypatch.setenv("HUDI_CONF_DIR", str(tmp_path_factory.mktemp("hudi-conf")))
+
+
+# --- object-store servers (tests/harness/servers.py): each started once per session, on first use -------------
+
+
+def _servers_or_skip() -> Any:
+    from tests.harness import servers
+
+    gaps = servers.missing()
+    if gaps:
+        message = f"object-store test servers cannot start; missing: {', '.join(gaps)}"
+        if os.environ.get("CLUSTERD_REQUIRE_HUDI") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return servers
+
+
+@pytest.fixture(scope="session")
+def _servers_root() -> Iterator[Path]:
+    """The servers' data, under a short path: SeaweedFS's Unix sockets live there."""
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="clusterd-srv-"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def s3_server(_servers_root: Path) -> Iterator[Any]:
+    """SeaweedFS serving S3 on 127.0.0.1 (bucket ``hudi``): a ``tests.harness.servers.S3Server``."""
+    servers = _servers_or_skip()
+    server, proc = servers.start_seaweedfs(_servers_root)
+    try:
+        yield server
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="session")
+def dynamodb_server(_servers_root: Path) -> Iterator[Any]:
+    """moto's server, for DynamoDB, on 127.0.0.1: a ``tests.harness.servers.DynamoServer``."""
+    servers = _servers_or_skip()
+    server, proc = servers.start_moto(_servers_root)
+    try:
+        yield server
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server(_servers_root: Path) -> Iterator[Any]:
+    """ZooKeeper 3.8.4 on 127.0.0.1: a ``tests.harness.servers.ZooKeeperServer``."""
+    servers = _servers_or_skip()
+    server, proc = servers.start_zookeeper(_servers_root)
+    try:
+        yield server
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite_server(_servers_root: Path) -> Iterator[Any]:
+    """Azurite serving Azure Blob Storage on 127.0.0.1 (container ``hudi``): a
+    ``tests.harness.servers.AzureServer``."""
+    from tests.harness import servers
+
+    gaps = servers.missing_azurite()
+    if gaps:
+        message = f"the Azure emulator cannot start; missing: {', '.join(gaps)}"
+        if os.environ.get("CLUSTERD_REQUIRE_HUDI") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    server, proc = servers.start_azurite(_servers_root)
+    try:
+        yield server
+    finally:
+        proc.stop()

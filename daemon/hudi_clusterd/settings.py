@@ -299,8 +299,12 @@ def _normalise(raw: str, base_dir: str | Path | None) -> str:
 
 
 def _path_identity(base_path: str) -> str:
+    """Where a table is, whatever spelling names it: ``file://`` or a plain path, ``s3a://`` or ``s3://``."""
     if base_path.startswith("file://"):
         return os.path.normpath(base_path[len("file://") :] or "/")
+    scheme, sep, rest = base_path.partition("://")
+    if sep and scheme.lower() == "s3a":
+        return "s3://" + rest
     return base_path
 
 

@@ -415,3 +415,9 @@ def test_settings_module_docstring_example_loads(tmp_path: Path) -> None:
     assert [t.name for t in settings.tables] == ["orders", "events"]
     assert settings.table("events").policy.sort_columns == ("event_type", "ts")
     assert settings.spark_conf_dict == {"spark.executor.memory": "4g"}
+
+
+def test_load_settings_s3a_and_s3_name_the_same_table(tmp_path: Path) -> None:
+    text = ("clusterd.tables=a,b\nclusterd.table.a.base.path=s3a://bucket/events\n"
+            "clusterd.table.b.base.path=s3://bucket/events/\n")
+    assert load_problems(write(tmp_path, text)) == ["table b: base path s3://bucket/events is also table a"]

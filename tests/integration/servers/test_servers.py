@@ -1,0 +1,95 @@
+"""The object-store test servers answer as the tests rely on: S3 with conditional writes, DynamoDB with
+conditional puts, ZooKeeper with sessions and ephemeral sequential nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+def test_s3_server_does_conditional_writes(s3_server: Any) -> None:
+    from botocore.exceptions import ClientError
+
+    s3 = s3_server.boto3()
+    key = s3_server.fresh_uri("srv").split("/", 3)[3] + "/f"
+    first = s3.put_object(Bucket=s3_server.bucket, Key=key, Body=b"a", IfNoneMatch="*")
+    with pytest.raises(ClientError) as lost:
+        s3.put_object(Bucket=s3_server.bucket, Key=key, Body=b"b", IfNoneMatch="*")
+    assert lost.value.response["Error"]["Code"] == "PreconditionFailed"
+    s3.put_object(Bucket=s3_server.bucket, Key=key, Body=b"c", IfMatch=first["ETag"])
+    assert s3.get_object(Bucket=s3_server.bucket, Key=key)["Body"].read() == b"c"
+
+
+def test_dynamodb_server_does_conditional_puts(dynamodb_server: Any) -> None:
+    ddb = dynamodb_server.client()
+    ddb.create_table(TableName="srv_check", KeySchema=[{"AttributeName": "key", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "key", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
+    item = {"key": {"S": "k"}}
+    ddb.put_item(TableName="srv_check", Item=item, ConditionExpression="attribute_not_exists(#pk)",
+                 ExpressionAttributeNames={"#pk": "key"})
+    with pytest.raises(ddb.exceptions.ConditionalCheckFailedException):
+        ddb.put_item(TableName="srv_check", Item=item, ConditionExpression="attribute_not_exists(#pk)",
+                     ExpressionAttributeNames={"#pk": "key"})
+    ddb.delete_table(TableName="srv_check")
+
+
+def test_zookeeper_server_keeps_ephemeral_sequential_nodes(zookeeper_server: Any) -> None:
+    zk = zookeeper_server.client()
+    try:
+        zk.ensure_path("/srv-check")
+        node = zk.create("/srv-check/_c_x-lock-", b"", ephemeral=True, sequence=True)
+        assert node.rsplit("-", 1)[-1].isdigit()
+    finally:
+        zk.stop()
+        zk.close()
+    other = zookeeper_server.client()
+    try:
+        assert other.get_children("/srv-check") == []  # the session's end removed its node
+    finally:
+        other.stop()
+        other.close()
+
+
+def test_the_counting_proxy_counts_each_kind_and_keeps_signatures_valid(s3_server: Any) -> None:
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+    from tests.harness.s3_proxy import CountingS3Proxy
+
+    with CountingS3Proxy(s3_server.endpoint) as proxy:
+        s3 = boto3.client("s3", endpoint_url=proxy.endpoint, region_name=s3_server.region,
+                          aws_access_key_id=s3_server.access_key, aws_secret_access_key=s3_server.secret_key,
+                          config=Config(retries={"max_attempts": 1}, s3={"addressing_style": "path"}))
+        prefix = s3_server.fresh_uri("proxy").split("/", 3)[3]
+        with proxy.measure() as counts:
+            s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/a", Body=b"x" * 100, IfNoneMatch="*")
+            with pytest.raises(ClientError):
+                s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/a", Body=b"y", IfNoneMatch="*")
+            assert s3.get_object(Bucket=s3_server.bucket, Key=f"{prefix}/a")["Body"].read() == b"x" * 100
+            s3.head_object(Bucket=s3_server.bucket, Key=f"{prefix}/a")
+            listed = s3.list_objects_v2(Bucket=s3_server.bucket, Prefix=f"{prefix}/")
+            s3.copy_object(Bucket=s3_server.bucket, Key=f"{prefix}/b",
+                           CopySource={"Bucket": s3_server.bucket, "Key": f"{prefix}/a"})
+            s3.delete_object(Bucket=s3_server.bucket, Key=f"{prefix}/a")
+    assert [o["Key"] for o in listed["Contents"]] == [f"{prefix}/a"]
+    assert counts == {"PUT": 2, "precondition_failed": 1, "GET": 1, "HEAD": 1, "LIST": 1, "COPY": 1, "DELETE": 1}
+
+
+def test_azurite_does_conditional_writes(azurite_server: Any) -> None:
+    from azure.core import MatchConditions
+    from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
+    from azure.storage.blob import BlobServiceClient
+
+    client = BlobServiceClient(account_url=azurite_server.endpoint,
+                               credential={"account_name": azurite_server.account,
+                                           "account_key": azurite_server.key})
+    blob = client.get_blob_client(azurite_server.container, f"srv-{id(client)}/f")
+    first = blob.upload_blob(b"a", overwrite=False)
+    with pytest.raises(ResourceExistsError):
+        blob.upload_blob(b"b", overwrite=False)
+    blob.upload_blob(b"c", overwrite=True, etag=first["etag"], match_condition=MatchConditions.IfNotModified)
+    with pytest.raises(ResourceModifiedError):
+        blob.upload_blob(b"d", overwrite=True, etag=first["etag"], match_condition=MatchConditions.IfNotModified)
+    assert blob.download_blob().readall() == b"c"
