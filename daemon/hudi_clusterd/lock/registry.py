@@ -3,8 +3,12 @@
 ``hoodie.write.lock.provider`` names the writers' lock provider class; the daemon must take the same lock.
 :data:`PROVIDERS` maps each class name the daemon implements to that implementation, one entry per class; the
 key unset means ``FileSystemBasedLockProvider``. Any other class (``InProcessLockProvider``,
-``ZookeeperBasedLockProvider``, ``DynamoDBBasedLockProvider``, ``HiveMetastoreBasedLockProvider``,
-``StorageBasedLockProvider`` or an unknown one) is refused with one ``ConfigError`` line naming it.
+``DynamoDBBasedLockProvider``, ``HiveMetastoreBasedLockProvider``, ``StorageBasedLockProvider`` or an unknown
+one) is refused with one ``ConfigError`` line naming it.
+
+Besides the ``hoodie.write.lock.*`` keys a lock may depend on the table's ``hoodie.table.name`` (Hudi's default
+ZooKeeper lock key) and ``hoodie.base.path`` (hashed into the implicit ZooKeeper lock path): :func:`lock_properties`
+keeps them too.
 
 How long to wait for the lock and when a daemon's own lock counts as dead are the daemon's settings
 (``clusterd.lock.timeout.seconds``, ``clusterd.lock.stale.seconds``), passed in by the caller.
@@ -27,6 +31,16 @@ from hudi_clusterd.lock.file import (
     file_lock_options,
 )
 from hudi_clusterd.lock.provider import LocalMutexes, LockProvider
+from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider
+from hudi_clusterd.lock.zookeeper_options import (
+    IMPLICIT_ZOOKEEPER_PROVIDER,
+    TABLE_BASE_PATH_KEY,
+    TABLE_NAME_KEY,
+    ZOOKEEPER_PROVIDER,
+    zookeeper_options,
+    zookeeper_problems,
+    zookeeper_reference,
+)
 from hudi_clusterd.storage import Storage
 
 __all__ = [
@@ -72,8 +86,31 @@ def _file_system(props: Mapping[str, str], storage: Storage, *, timeout_s: float
     return FileSystemLockProvider(storage, options, mutexes=mutexes)
 
 
+def _zookeeper_problems(props: Mapping[str, str]) -> list[str]:
+    return zookeeper_problems(props)
+
+
+def _implicit_zookeeper_problems(props: Mapping[str, str]) -> list[str]:
+    return zookeeper_problems(props, implicit=True)
+
+
+def _zookeeper_builder(implicit: bool) -> _Build:
+    def build(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
+              mutexes: LocalMutexes | None) -> LockProvider:
+        # stale_s has no part here: a ZooKeeper lock dies with its holder's session
+        options, problems = zookeeper_options(props, implicit=implicit, table_base_uri=storage.base_uri,
+                                              timeout_s=timeout_s)
+        if options is None:
+            raise ConfigError("invalid table lock settings", problems)
+        return ZooKeeperLockProvider(options, storage, mutexes=mutexes)
+
+    return build
+
+
 PROVIDERS: Mapping[str, Registration] = MappingProxyType({
     FILE_SYSTEM_PROVIDER: Registration(_file_system_problems, _file_system),
+    ZOOKEEPER_PROVIDER: Registration(_zookeeper_problems, _zookeeper_builder(implicit=False)),
+    IMPLICIT_ZOOKEEPER_PROVIDER: Registration(_implicit_zookeeper_problems, _zookeeper_builder(implicit=True)),
 })
 """Hudi's lock provider class name -> the daemon's implementation of that lock."""
 
@@ -87,8 +124,9 @@ def lock_problems(props: Mapping[str, str]) -> list[str]:
     name = _provider_class(props)
     registration = PROVIDERS.get(name)
     if registration is None:
+        others = ", ".join(p for p in PROVIDERS if p != FILE_SYSTEM_PROVIDER)
         return [f"{PROVIDER_KEY}: {name} is not supported yet; use {FILE_SYSTEM_PROVIDER} (on a local or mounted "
-                "file system) for the table's writers and the daemon"]
+                f"file system) or one of {others} for the table's writers and the daemon"]
     return registration.problems(props)
 
 
@@ -108,17 +146,21 @@ def lock_provider_from_properties(props: Mapping[str, str], storage: Storage, *,
 
 
 def lock_properties(props: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The ``hoodie.write.lock.*`` keys among ``props``, sorted: what a table's lock depends on."""
-    return tuple(sorted((k, v) for k, v in props.items() if k.startswith(LOCK_PREFIX)))
+    """The ``hoodie.write.lock.*`` keys among ``props`` and the table keys a lock may infer its place from
+    (``hoodie.table.name``, ``hoodie.base.path``), sorted: what a table's lock depends on."""
+    return tuple(sorted((k, v) for k, v in props.items()
+                        if k.startswith(LOCK_PREFIX) or k in (TABLE_NAME_KEY, TABLE_BASE_PATH_KEY)))
 
 
 def lock_reference() -> list[tuple[str, str | None, str]]:
-    """``(key, default, description)`` of every ``hoodie.write.lock.*`` key the daemon reads."""
+    """``(key, default, description)`` of every key of the table lock the daemon reads."""
     return [
-        (PROVIDER_KEY, None, f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}, the only "
-         "one supported (any other class is refused)."),
+        (PROVIDER_KEY, None, f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}. "
+         f"Supported: that one, {ZOOKEEPER_PROVIDER} and {IMPLICIT_ZOOKEEPER_PROVIDER} (any other class is "
+         "refused)."),
         (PATH_KEY, None, "Folder of the writers' FileSystemBasedLockProvider lock file (absolute path or URI); "
          "unset = the table's .hoodie. The daemon holds <folder>/lock and .hoodie/.aux/lock."),
         (EXPIRE_KEY, "0", "Minutes after which the writers treat a lock file nobody refreshed as dead (0 = never, "
          "Hudi's default); the daemon takes over a Hudi writer's lock file only after this."),
+        *zookeeper_reference(),
     ]
