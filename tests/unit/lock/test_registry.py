@@ -12,6 +12,7 @@ from hudi_clusterd.lock import (
     PROVIDER_KEY,
     FileSystemLockProvider,
     LocalMutexes,
+    ZooKeeperLockProvider,
     lock_problems,
     lock_properties,
     lock_provider_from_properties,
@@ -23,7 +24,6 @@ from tests.builders import make_policy
 _PKG = "org.apache.hudi.client.transaction.lock."
 REFUSED = [
     _PKG + "InProcessLockProvider",
-    _PKG + "ZookeeperBasedLockProvider",
     "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider",
     "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider",
     _PKG + "StorageBasedLockProvider",
@@ -87,9 +87,28 @@ def test_a_bad_expiry_is_refused(raw: str, problem: str) -> None:
         f"hoodie.write.lock.filesystem.expire: {problem}"]
 
 
-def test_lock_properties_are_the_write_lock_keys_sorted() -> None:
-    props = {"hoodie.write.lock.provider": "p", "hoodie.clustering.x": "1", "hoodie.write.lock.a": "2"}
-    assert lock_properties(props) == (("hoodie.write.lock.a", "2"), ("hoodie.write.lock.provider", "p"))
+def test_lock_properties_are_the_write_lock_keys_and_the_table_keys_a_lock_infers_from_sorted() -> None:
+    props = {"hoodie.write.lock.provider": "p", "hoodie.clustering.x": "1", "hoodie.write.lock.a": "2",
+             "hoodie.table.name": "t", "hoodie.base.path": "s3://b/t", "hoodie.table.type": "COPY_ON_WRITE"}
+    assert lock_properties(props) == (("hoodie.base.path", "s3://b/t"), ("hoodie.table.name", "t"),
+                                      ("hoodie.write.lock.a", "2"), ("hoodie.write.lock.provider", "p"))
+
+
+@pytest.mark.parametrize("name", [_PKG + "ZookeeperBasedLockProvider",
+                                  _PKG + "ZookeeperBasedImplicitBasePathLockProvider"])
+def test_the_zookeeper_providers_are_registered_under_hudis_names(tmp_path: Path, name: str) -> None:
+    props = {PROVIDER_KEY: name, "hoodie.write.lock.zookeeper.url": "127.0.0.1:2181",
+             "hoodie.write.lock.zookeeper.base_path": "/hudi/locks", "hoodie.write.lock.zookeeper.lock_key": "t"}
+    provider = lock_provider_from_properties(props, open_storage(str(tmp_path)), timeout_s=3, stale_s=7)
+    assert isinstance(provider, ZooKeeperLockProvider)
+    assert provider.timeout_s == 3
+    assert provider.lock_path.endswith("/lock_key" if "Implicit" in name else "/hudi/locks/t")
+    problems = lock_problems({PROVIDER_KEY: name})
+    assert [p.split(":")[0] for p in problems] == ["hoodie.write.lock.zookeeper.url"] + (
+        [] if "Implicit" in name else ["hoodie.write.lock.zookeeper.base_path"])
+    with pytest.raises(ConfigError, match=r"hoodie\.write\.lock\.zookeeper\.url: must be set"):
+        lock_provider_from_properties({PROVIDER_KEY: name}, open_storage(str(tmp_path)))
+    assert not list(tmp_path.iterdir())  # nothing created, nothing connected
 
 
 def test_providers_built_with_one_set_of_mutexes_queue_their_threads_on_it(tmp_path: Path) -> None:
