@@ -1,15 +1,16 @@
 """What every table lock provider promises (:class:`hudi_clusterd.lock.provider.LockProvider`).
 
 Each test runs once per implementation in ``IMPLEMENTATIONS``: a function that builds a provider of one table
-(``table``, a fresh folder; ``request`` gives it the fixtures it needs, such as a server) with a timeout, a stale
-time (after which a holder that stopped refreshing its lease is dead) and a clock (seconds since the epoch) by
-which the provider ages the leases of others. Two providers of one table stand for two handles of it (two
-processes, or two handles in one). A new implementation joins by adding its builder to ``IMPLEMENTATIONS``.
+(``table``, a fresh folder) with a timeout, a stale time (after which a holder that stopped refreshing its lease
+is dead) and a clock (seconds since the epoch) by which the provider ages the leases of others, and a function
+that makes a holder's lease die as it dies in that implementation (``late``, the clock of the other handles,
+moved past the stale time; or the holder's ZooKeeper session expired). Two providers of one table stand for two
+handles of it (two processes, or two handles in one). A new implementation joins by adding its ``Implementation``
+to ``IMPLEMENTATIONS``; its builder gets the test's fixtures through ``request`` (e.g. a server's).
 
 The storage lock (Hudi's ``StorageBasedLockProvider``) runs on every storage with conditional writes: one
-``storage_lock(<opener>)`` line per storage, where the opener gives the storage of ``table`` (every call for one
-``table`` the same place), e.g. ``pytest.param(storage_lock(s3_storage), id="storage-s3")`` with an opener that
-takes the ``s3_server`` fixture from ``request``.
+``storage_lock(<opener>)`` entry per storage, where the opener gives the storage of ``table`` (every call for one
+``table`` the same place).
 """
 
 from __future__ import annotations
@@ -18,40 +19,87 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pytest
 
 from hudi_clusterd.errors import LockError
-from hudi_clusterd.lock import FileSystemLockProvider, LockOptions, LockProvider, StorageLockProvider
+from hudi_clusterd.lock import (
+    FileSystemLockProvider,
+    Lease,
+    LockOptions,
+    LockProvider,
+    StorageLockProvider,
+    ZooKeeperLease,
+    lock_provider_from_properties,
+)
 from hudi_clusterd.storage import MemoryStorage, Storage, open_storage
+from tests.harness.zookeeper_locks import expire_session
 
 STALE_S = 60.0
 """Long enough that no holder refreshes its lease during a test; a clock moved past it ages a lease instead."""
 
 
+class Clock:
+    """Wall-clock time moved by ``ahead_s``."""
+
+    def __init__(self) -> None:
+        self.ahead_s = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.ahead_s
+
+
 class Builder(Protocol):
-    def __call__(self, request: pytest.FixtureRequest, table: Path, *, timeout_s: float, stale_s: float,
-                 clock: Callable[[], float]) -> LockProvider: ...
+    def __call__(self, table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float],
+                 request: pytest.FixtureRequest) -> LockProvider: ...
+
+
+@dataclass(frozen=True)
+class Implementation:
+    build: Builder
+    kill: Callable[[Lease, Clock, pytest.FixtureRequest], None]
+    """Make a holder's lease die (``late`` is the clock of the handles that then take the lock)."""
+
+
+def file_system_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float],
+                     request: pytest.FixtureRequest) -> LockProvider:
+    options = LockOptions(timeout_s=timeout_s, stale_s=stale_s)
+    return FileSystemLockProvider(open_storage(str(table)), options, clock=clock)
+
+
+def age_past_the_stale_time(lease: Lease, late: Clock, request: pytest.FixtureRequest) -> None:
+    late.ahead_s = STALE_S + 5  # the holder's refreshes stand still on the other handles' clock
+
+
+def zookeeper_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float],
+                   request: pytest.FixtureRequest) -> LockProvider:
+    server: Any = request.getfixturevalue("zookeeper_server")
+    props = {"hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
+             "hoodie.write.lock.zookeeper.url": server.connect,
+             "hoodie.write.lock.zookeeper.base_path": f"/contract/{table.name}",
+             "hoodie.write.lock.zookeeper.lock_key": "t",
+             "hoodie.write.lock.zookeeper.connection_timeout_ms": "5000"}
+    return lock_provider_from_properties(props, open_storage(str(table)), timeout_s=timeout_s, stale_s=stale_s)
+
+
+def expire_the_session(lease: Lease, late: Clock, request: pytest.FixtureRequest) -> None:
+    assert isinstance(lease, ZooKeeperLease)
+    expire_session(request.getfixturevalue("zookeeper_server").connect, lease.session)
 
 
 StorageOpener = Callable[[pytest.FixtureRequest, Path], Storage]
 """The storage of one test's table (the same place on every call for one ``table``)."""
 
 
-def file_system_lock(request: pytest.FixtureRequest, table: Path, *, timeout_s: float, stale_s: float,
-                     clock: Callable[[], float]) -> LockProvider:
-    options = LockOptions(timeout_s=timeout_s, stale_s=stale_s)
-    return FileSystemLockProvider(open_storage(str(table)), options, clock=clock)
-
-
 def storage_lock(open_table: StorageOpener) -> Builder:
     """Builds Hudi's storage lock on the storage ``open_table`` gives: the stale time is the lock's validity
     (renewed ten times per validity, Hudi's tightest ratio), attempts are 50 ms apart instead of Hudi's second."""
 
-    def build(request: pytest.FixtureRequest, table: Path, *, timeout_s: float, stale_s: float,
-              clock: Callable[[], float]) -> LockProvider:
+    def build(table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float],
+              request: pytest.FixtureRequest) -> LockProvider:
         return StorageLockProvider(open_table(request, table), validity_s=stale_s, renew_interval_s=stale_s / 10,
                                    timeout_s=timeout_s, clock=clock, retry_interval_s=0.05)
 
@@ -65,31 +113,34 @@ def memory_storage(request: pytest.FixtureRequest, table: Path) -> Storage:
 
 
 IMPLEMENTATIONS = [
-    pytest.param(file_system_lock, id="file-system"),
-    pytest.param(storage_lock(memory_storage), id="storage-memory"),
+    pytest.param(Implementation(file_system_lock, age_past_the_stale_time), id="file-system"),
+    pytest.param(Implementation(zookeeper_lock, expire_the_session), id="zookeeper"),
+    pytest.param(Implementation(storage_lock(memory_storage), age_past_the_stale_time), id="storage-memory"),
 ]
 
 
-class Clock:
-    """Wall-clock time moved by ``ahead_s``."""
-
-    def __init__(self) -> None:
-        self.ahead_s = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.ahead_s
-
-
 @pytest.fixture(params=IMPLEMENTATIONS)
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., LockProvider]:
+def implementation(request: pytest.FixtureRequest) -> Implementation:
+    impl: Implementation = request.param
+    return impl
+
+
+@pytest.fixture
+def make(implementation: Implementation, request: pytest.FixtureRequest,
+         tmp_path: Path) -> Callable[..., LockProvider]:
     """Builds providers of one table: ``make(timeout_s=..., clock=...)``."""
-    build: Builder = request.param
 
     def provider(*, timeout_s: float = 5.0, stale_s: float = STALE_S,
                  clock: Callable[[], float] = time.time) -> LockProvider:
-        return build(request, tmp_path, timeout_s=timeout_s, stale_s=stale_s, clock=clock)
+        return implementation.build(tmp_path, timeout_s=timeout_s, stale_s=stale_s, clock=clock, request=request)
 
     return provider
+
+
+@pytest.fixture
+def kill(implementation: Implementation, request: pytest.FixtureRequest) -> Callable[[Lease, Clock], None]:
+    """Makes a holder's lease die: ``kill(lease, late)``."""
+    return lambda lease, late: implementation.kill(lease, late, request)
 
 
 def test_a_lease_is_verified_while_held_and_not_after_release(make: Callable[..., LockProvider]) -> None:
@@ -150,7 +201,8 @@ def test_handles_in_threads_exclude_each_other(make: Callable[..., LockProvider]
     assert (max_inside, entered) == (1, 8)
 
 
-def test_a_lease_not_refreshed_for_the_stale_time_is_taken_over(make: Callable[..., LockProvider]) -> None:
+def test_a_lease_not_refreshed_for_the_stale_time_is_taken_over(make: Callable[..., LockProvider],
+                                                                kill: Callable[[Lease, Clock], None]) -> None:
     # Given a holder that stopped refreshing its lease (its clock, and so its refreshes, stand still)
     late = Clock()
     holder, other = make(), make(timeout_s=5, clock=late)
@@ -160,19 +212,20 @@ def test_a_lease_not_refreshed_for_the_stale_time_is_taken_over(make: Callable[.
         late.ahead_s = STALE_S / 2
         with pytest.raises(LockError, match="timed out"):
             other.acquire(timeout_s=0.2)
-        # And past it another handle takes the lock over
-        late.ahead_s = STALE_S + 5
+        # And once its lease died another handle takes the lock over
+        kill(lease, late)
         with other.acquire() as taken:
             taken.verify()
     finally:
         lease.release()
 
 
-def test_verify_fails_once_another_holder_took_the_lock_over(make: Callable[..., LockProvider]) -> None:
+def test_verify_fails_once_another_holder_took_the_lock_over(make: Callable[..., LockProvider],
+                                                             kill: Callable[[Lease, Clock], None]) -> None:
     late = Clock()
     holder, other = make(), make(clock=late)
     lease = holder.acquire()
-    late.ahead_s = STALE_S + 5
+    kill(lease, late)
     taken = other.acquire()
     try:
         with pytest.raises(LockError, match="lost while held"):
@@ -185,11 +238,12 @@ def test_verify_fails_once_another_holder_took_the_lock_over(make: Callable[...,
         taken.release()
 
 
-def test_a_release_after_the_loss_leaves_the_new_holders_lock_alone(make: Callable[..., LockProvider]) -> None:
+def test_a_release_after_the_loss_leaves_the_new_holders_lock_alone(make: Callable[..., LockProvider],
+                                                                    kill: Callable[[Lease, Clock], None]) -> None:
     late = Clock()
     holder, other, third = make(), make(clock=late), make(timeout_s=0.2)
     lease = holder.acquire()
-    late.ahead_s = STALE_S + 5
+    kill(lease, late)
     taken = other.acquire()
     lease.release()
     try:

@@ -1,5 +1,6 @@
 """The table lock that every writer of a table shares: a provider (:mod:`.provider`), its implementations
 (:mod:`.file`, :mod:`.storage_lock`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys
+(:mod:`.file`, :mod:`.zookeeper`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys
 (:mod:`.registry`)."""
 
 from hudi_clusterd.lock.file import AUX_LOCK_FILE, LOCK_FILE, FileLease, FileSystemLockProvider, LockOptions
@@ -14,6 +15,7 @@ from hudi_clusterd.lock.registry import (
 )
 from hudi_clusterd.lock.storage_lock import LockStats, StorageLease, StorageLockProvider
 from hudi_clusterd.lock.storage_lock_format import LOCKS_FOLDER, STORAGE_PROVIDER, LockData, storage_lock_times
+from hudi_clusterd.lock.zookeeper import ZooKeeperLease, ZooKeeperLockProvider, ZooKeeperStats
 
 __all__ = [
     "AUX_LOCK_FILE",
@@ -32,6 +34,9 @@ __all__ = [
     "LockStats",
     "StorageLease",
     "StorageLockProvider",
+    "ZooKeeperLease",
+    "ZooKeeperLockProvider",
+    "ZooKeeperStats",
     "lock_problems",
     "lock_properties",
     "lock_provider_from_properties",
