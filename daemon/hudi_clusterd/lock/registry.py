@@ -2,9 +2,13 @@
 
 ``hoodie.write.lock.provider`` names the writers' lock provider class; the daemon must take the same lock.
 :data:`PROVIDERS` maps each class name the daemon implements to that implementation, one entry per class; the
-key unset means ``FileSystemBasedLockProvider``. Any other class (``InProcessLockProvider``,
-``ZookeeperBasedLockProvider``, ``DynamoDBBasedLockProvider``, ``HiveMetastoreBasedLockProvider``,
+key unset means ``FileSystemBasedLockProvider``. ``DynamoDBBasedLockProvider`` and
+``DynamoDBBasedImplicitPartitionKeyLockProvider`` are :mod:`.dynamodb`'s. Any other class
+(``InProcessLockProvider``, ``ZookeeperBasedLockProvider``, ``HiveMetastoreBasedLockProvider``,
 ``StorageBasedLockProvider`` or an unknown one) is refused with one ``ConfigError`` line naming it.
+
+:func:`lock_properties` keeps the ``hoodie.write.lock.*`` keys and the ``hoodie.aws.*`` credentials; a secret among
+them never appears in a message or a log line.
 
 How long to wait for the lock and when a daemon's own lock counts as dead are the daemon's settings
 (``clusterd.lock.timeout.seconds``, ``clusterd.lock.stale.seconds``), passed in by the caller.
@@ -18,6 +22,14 @@ from types import MappingProxyType
 from typing import Protocol
 
 from hudi_clusterd.errors import ConfigError
+from hudi_clusterd.lock.dynamodb import (
+    build_dynamodb,
+    build_implicit_dynamodb,
+    dynamodb_problems,
+    implicit_dynamodb_problems,
+)
+from hudi_clusterd.lock.dynamodb_config import DYNAMODB_IMPLICIT_PROVIDER, DYNAMODB_PROVIDER
+from hudi_clusterd.lock.dynamodb_config import reference as dynamodb_reference
 from hudi_clusterd.lock.file import (
     DEFAULT_STALE_S,
     DEFAULT_TIMEOUT_S,
@@ -30,6 +42,7 @@ from hudi_clusterd.lock.provider import LocalMutexes, LockProvider
 from hudi_clusterd.storage import Storage
 
 __all__ = [
+    "AWS_PREFIX",
     "FILE_SYSTEM_PROVIDER",
     "LOCK_PREFIX",
     "PROVIDERS",
@@ -42,6 +55,7 @@ __all__ = [
 ]
 
 LOCK_PREFIX = "hoodie.write.lock."
+AWS_PREFIX = "hoodie.aws."
 PROVIDER_KEY = "hoodie.write.lock.provider"
 FILE_SYSTEM_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 
@@ -74,6 +88,8 @@ def _file_system(props: Mapping[str, str], storage: Storage, *, timeout_s: float
 
 PROVIDERS: Mapping[str, Registration] = MappingProxyType({
     FILE_SYSTEM_PROVIDER: Registration(_file_system_problems, _file_system),
+    DYNAMODB_PROVIDER: Registration(dynamodb_problems, build_dynamodb),
+    DYNAMODB_IMPLICIT_PROVIDER: Registration(implicit_dynamodb_problems, build_implicit_dynamodb),
 })
 """Hudi's lock provider class name -> the daemon's implementation of that lock."""
 
@@ -108,17 +124,20 @@ def lock_provider_from_properties(props: Mapping[str, str], storage: Storage, *,
 
 
 def lock_properties(props: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The ``hoodie.write.lock.*`` keys among ``props``, sorted: what a table's lock depends on."""
-    return tuple(sorted((k, v) for k, v in props.items() if k.startswith(LOCK_PREFIX)))
+    """The ``hoodie.write.lock.*`` and ``hoodie.aws.*`` (credentials) keys among ``props``, sorted: what a
+    table's lock depends on."""
+    return tuple(sorted((k, v) for k, v in props.items() if k.startswith((LOCK_PREFIX, AWS_PREFIX))))
 
 
 def lock_reference() -> list[tuple[str, str | None, str]]:
-    """``(key, default, description)`` of every ``hoodie.write.lock.*`` key the daemon reads."""
+    """``(key, default, description)`` of every ``hoodie.write.lock.*`` and ``hoodie.aws.*`` key the daemon
+    reads."""
     return [
-        (PROVIDER_KEY, None, f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}, the only "
-         "one supported (any other class is refused)."),
+        (PROVIDER_KEY, None, f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}. Also "
+         f"supported: {DYNAMODB_PROVIDER} and {DYNAMODB_IMPLICIT_PROVIDER}; any other class is refused."),
         (PATH_KEY, None, "Folder of the writers' FileSystemBasedLockProvider lock file (absolute path or URI); "
          "unset = the table's .hoodie. The daemon holds <folder>/lock and .hoodie/.aux/lock."),
         (EXPIRE_KEY, "0", "Minutes after which the writers treat a lock file nobody refreshed as dead (0 = never, "
          "Hudi's default); the daemon takes over a Hudi writer's lock file only after this."),
+        *dynamodb_reference(),
     ]
