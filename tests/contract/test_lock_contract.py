@@ -1,10 +1,14 @@
 """What every table lock provider promises (:class:`hudi_clusterd.lock.provider.LockProvider`).
 
-Each test runs once per implementation in ``IMPLEMENTATIONS``: a function that builds a provider of one table
-(``table``, a fresh folder) with a timeout, a stale time (after which a holder that stopped refreshing its lease
-is dead) and a clock (seconds since the epoch) by which the provider ages the leases of others. Two providers of
-one table stand for two handles of it (two processes, or two handles in one). A new implementation joins by
-adding its builder to ``IMPLEMENTATIONS``.
+Each test runs once per implementation in ``IMPLEMENTATIONS``: a function that, given the test's request (for the
+servers it needs), returns a builder of a provider of one table (``table``, a fresh folder) with a timeout, a
+stale time (after which a holder that stopped refreshing its lease is dead) and a clock (seconds) by which the
+provider ages the leases of others. Two providers of one table stand for two handles of it (two processes, or two
+handles in one). A new implementation joins by adding its function to ``IMPLEMENTATIONS``.
+
+A handle ages another's lease from when it first found it held, or earlier: a lock file by its modification time,
+a DynamoDB item by how long its record version stayed the same in the handle's eyes. So before a test moves a
+handle's clock past the stale time, that handle finds the lock held once.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import pytest
 
 from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock import FileSystemLockProvider, LockOptions, LockProvider
+from hudi_clusterd.lock.dynamodb import DynamoDBLockProvider
+from hudi_clusterd.lock.dynamodb_config import dynamodb_lock_config
 from hudi_clusterd.storage import open_storage
 
 STALE_S = 60.0
@@ -35,7 +41,31 @@ def file_system_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Ca
     return FileSystemLockProvider(open_storage(str(table)), options, clock=clock)
 
 
-IMPLEMENTATIONS = [pytest.param(file_system_lock, id="file-system")]
+def file_system(request: pytest.FixtureRequest) -> Builder:
+    return file_system_lock
+
+
+def dynamodb(request: pytest.FixtureRequest) -> Builder:
+    """DynamoDB's lock on moto's server, its lease the stale time: a holder renews it every third of it."""
+    server = request.getfixturevalue("dynamodb_server")
+
+    def dynamodb_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float]) -> LockProvider:
+        config, problems = dynamodb_lock_config({
+            "hoodie.write.lock.dynamodb.endpoint_url": server.endpoint,
+            "hoodie.write.lock.dynamodb.region": server.region,
+            "hoodie.write.lock.dynamodb.table": "contract_locks",
+            "hoodie.write.lock.dynamodb.partition_key": f"contract:{table}",
+            "hoodie.write.lock.wait_time_ms": str(round(stale_s * 1000)),
+            "hoodie.aws.access.key": server.access_key,
+            "hoodie.aws.secret.key": server.secret_key,
+        })
+        assert config is not None, problems
+        return DynamoDBLockProvider(config, timeout_s=timeout_s, clock=clock)
+
+    return dynamodb_lock
+
+
+IMPLEMENTATIONS = [pytest.param(file_system, id="file-system"), pytest.param(dynamodb, id="dynamodb")]
 
 
 class Clock:
@@ -51,7 +81,7 @@ class Clock:
 @pytest.fixture(params=IMPLEMENTATIONS)
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., LockProvider]:
     """Builds providers of one table: ``make(timeout_s=..., clock=...)``."""
-    build: Builder = request.param
+    build: Builder = request.param(request)
 
     def provider(*, timeout_s: float = 5.0, stale_s: float = STALE_S,
                  clock: Callable[[], float] = time.time) -> LockProvider:
@@ -124,7 +154,9 @@ def test_a_lease_not_refreshed_for_the_stale_time_is_taken_over(make: Callable[.
     holder, other = make(), make(timeout_s=5, clock=late)
     lease = holder.acquire()
     try:
-        # Then before the stale time it is still held
+        # Then another handle finds it held, and before the stale time it is still held
+        with pytest.raises(LockError, match="timed out"):
+            other.acquire(timeout_s=0.2)
         late.ahead_s = STALE_S / 2
         with pytest.raises(LockError, match="timed out"):
             other.acquire(timeout_s=0.2)
@@ -140,6 +172,8 @@ def test_verify_fails_once_another_holder_took_the_lock_over(make: Callable[...,
     late = Clock()
     holder, other = make(), make(clock=late)
     lease = holder.acquire()
+    with pytest.raises(LockError, match="timed out"):
+        other.acquire(timeout_s=0.0)
     late.ahead_s = STALE_S + 5
     taken = other.acquire()
     try:
@@ -157,6 +191,8 @@ def test_a_release_after_the_loss_leaves_the_new_holders_lock_alone(make: Callab
     late = Clock()
     holder, other, third = make(), make(clock=late), make(timeout_s=0.2)
     lease = holder.acquire()
+    with pytest.raises(LockError, match="timed out"):
+        other.acquire(timeout_s=0.0)
     late.ahead_s = STALE_S + 5
     taken = other.acquire()
     lease.release()

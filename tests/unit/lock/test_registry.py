@@ -24,7 +24,6 @@ _PKG = "org.apache.hudi.client.transaction.lock."
 REFUSED = [
     _PKG + "InProcessLockProvider",
     _PKG + "ZookeeperBasedLockProvider",
-    "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider",
     "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider",
     _PKG + "StorageBasedLockProvider",
     "com.example.MyLockProvider",
