@@ -8,6 +8,10 @@ moved past the stale time; or the holder's ZooKeeper session expired). Two provi
 handles of it (two processes, or two handles in one). A new implementation joins by adding its ``Implementation``
 to ``IMPLEMENTATIONS``; its builder gets the test's fixtures through ``request`` (e.g. a server's).
 
+A handle ages another's lease from when it first found it held, or earlier: a lock file by its modification time,
+a DynamoDB item by how long its record version stayed the same in the handle's eyes. So before a test moves a
+handle's clock past the stale time, that handle finds the lock held once.
+
 The storage lock (Hudi's ``StorageBasedLockProvider``) runs on every storage with conditional writes: one
 ``storage_lock(<opener>)`` entry per storage, where the opener gives the storage of ``table`` (every call for one
 ``table`` the same place).
@@ -35,6 +39,8 @@ from hudi_clusterd.lock import (
     ZooKeeperLease,
     lock_provider_from_properties,
 )
+from hudi_clusterd.lock.dynamodb import DynamoDBLockProvider
+from hudi_clusterd.lock.dynamodb_config import dynamodb_lock_config
 from hudi_clusterd.storage import MemoryStorage, Storage, open_storage
 from tests.harness.zookeeper_locks import expire_session
 
@@ -112,8 +118,26 @@ def memory_storage(request: pytest.FixtureRequest, table: Path) -> Storage:
     return MemoryStorage(f"memory://{volume}/table")
 
 
+def dynamodb_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float],
+                  request: pytest.FixtureRequest) -> LockProvider:
+    """DynamoDB's lock on moto's server, its lease the stale time: a holder renews it every third of it."""
+    server: Any = request.getfixturevalue("dynamodb_server")
+    config, problems = dynamodb_lock_config({
+        "hoodie.write.lock.dynamodb.endpoint_url": server.endpoint,
+        "hoodie.write.lock.dynamodb.region": server.region,
+        "hoodie.write.lock.dynamodb.table": "contract_locks",
+        "hoodie.write.lock.dynamodb.partition_key": f"contract:{table}",
+        "hoodie.write.lock.wait_time_ms": str(round(stale_s * 1000)),
+        "hoodie.aws.access.key": server.access_key,
+        "hoodie.aws.secret.key": server.secret_key,
+    })
+    assert config is not None, problems
+    return DynamoDBLockProvider(config, timeout_s=timeout_s, clock=clock)
+
+
 IMPLEMENTATIONS = [
     pytest.param(Implementation(file_system_lock, age_past_the_stale_time), id="file-system"),
+    pytest.param(Implementation(dynamodb_lock, age_past_the_stale_time), id="dynamodb"),
     pytest.param(Implementation(zookeeper_lock, expire_the_session), id="zookeeper"),
     pytest.param(Implementation(storage_lock(memory_storage), age_past_the_stale_time), id="storage-memory"),
 ]
@@ -208,7 +232,9 @@ def test_a_lease_not_refreshed_for_the_stale_time_is_taken_over(make: Callable[.
     holder, other = make(), make(timeout_s=5, clock=late)
     lease = holder.acquire()
     try:
-        # Then before the stale time it is still held
+        # Then another handle finds it held, and before the stale time it is still held
+        with pytest.raises(LockError, match="timed out"):
+            other.acquire(timeout_s=0.2)
         late.ahead_s = STALE_S / 2
         with pytest.raises(LockError, match="timed out"):
             other.acquire(timeout_s=0.2)
@@ -225,6 +251,8 @@ def test_verify_fails_once_another_holder_took_the_lock_over(make: Callable[...,
     late = Clock()
     holder, other = make(), make(clock=late)
     lease = holder.acquire()
+    with pytest.raises(LockError, match="timed out"):  # a DynamoDB handle ages a lease from when it saw it
+        other.acquire(timeout_s=0.0)
     kill(lease, late)
     taken = other.acquire()
     try:
@@ -243,6 +271,8 @@ def test_a_release_after_the_loss_leaves_the_new_holders_lock_alone(make: Callab
     late = Clock()
     holder, other, third = make(), make(clock=late), make(timeout_s=0.2)
     lease = holder.acquire()
+    with pytest.raises(LockError, match="timed out"):  # a DynamoDB handle ages a lease from when it saw it
+        other.acquire(timeout_s=0.0)
     kill(lease, late)
     taken = other.acquire()
     lease.release()

@@ -7,8 +7,11 @@ key unset means ``FileSystemBasedLockProvider``. Any other class (``InProcessLoc
 providers to use instead.
 
 Besides the ``hoodie.write.lock.*`` keys a lock may depend on the table's ``hoodie.table.name`` (Hudi's default
-ZooKeeper lock key) and ``hoodie.base.path`` (hashed into the implicit ZooKeeper lock path): :func:`lock_properties`
-keeps them too.
+ZooKeeper lock key and DynamoDB partition key) and ``hoodie.base.path`` (hashed into the implicit ZooKeeper lock
+path).
+
+:func:`lock_properties` keeps the ``hoodie.write.lock.*`` keys and the ``hoodie.aws.*`` credentials; a secret among
+them never appears in a message or a log line.
 
 How long to wait for the lock and when a daemon's own lock counts as dead are the daemon's settings
 (``clusterd.lock.timeout.seconds``, ``clusterd.lock.stale.seconds``), passed in by the caller. The storage lock
@@ -23,6 +26,14 @@ from types import MappingProxyType
 from typing import Protocol
 
 from hudi_clusterd.errors import ConfigError
+from hudi_clusterd.lock.dynamodb import (
+    build_dynamodb,
+    build_implicit_dynamodb,
+    dynamodb_problems,
+    implicit_dynamodb_problems,
+)
+from hudi_clusterd.lock.dynamodb_config import DYNAMODB_IMPLICIT_PROVIDER, DYNAMODB_PROVIDER
+from hudi_clusterd.lock.dynamodb_config import reference as dynamodb_reference
 from hudi_clusterd.lock.file import (
     DEFAULT_STALE_S,
     DEFAULT_TIMEOUT_S,
@@ -55,6 +66,7 @@ from hudi_clusterd.lock.zookeeper_options import (
 from hudi_clusterd.storage import Storage
 
 __all__ = [
+    "AWS_PREFIX",
     "FILE_SYSTEM_PROVIDER",
     "LOCK_PREFIX",
     "PROVIDERS",
@@ -67,6 +79,7 @@ __all__ = [
 ]
 
 LOCK_PREFIX = "hoodie.write.lock."
+AWS_PREFIX = "hoodie.aws."
 PROVIDER_KEY = "hoodie.write.lock.provider"
 FILE_SYSTEM_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 
@@ -134,6 +147,8 @@ PROVIDERS: Mapping[str, Registration] = MappingProxyType({
     STORAGE_PROVIDER: Registration(_storage_problems, _storage),
     ZOOKEEPER_PROVIDER: Registration(_zookeeper_problems, _zookeeper_builder(implicit=False)),
     IMPLICIT_ZOOKEEPER_PROVIDER: Registration(_implicit_zookeeper_problems, _zookeeper_builder(implicit=True)),
+    DYNAMODB_PROVIDER: Registration(dynamodb_problems, build_dynamodb),
+    DYNAMODB_IMPLICIT_PROVIDER: Registration(implicit_dynamodb_problems, build_implicit_dynamodb),
 })
 """Hudi's lock provider class name -> the daemon's implementation of that lock."""
 
@@ -171,10 +186,11 @@ def lock_provider_from_properties(props: Mapping[str, str], storage: Storage, *,
 
 
 def lock_properties(props: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The ``hoodie.write.lock.*`` keys among ``props`` and the table keys a lock may infer its place from
-    (``hoodie.table.name``, ``hoodie.base.path``), sorted: what a table's lock depends on."""
+    """The ``hoodie.write.lock.*`` and ``hoodie.aws.*`` (credentials) keys among ``props`` and the table keys a
+    lock may infer its place from (``hoodie.table.name``, ``hoodie.base.path``), sorted: what a table's lock
+    depends on."""
     return tuple(sorted((k, v) for k, v in props.items()
-                        if k.startswith(LOCK_PREFIX) or k in (TABLE_NAME_KEY, TABLE_BASE_PATH_KEY)))
+                        if k.startswith((LOCK_PREFIX, AWS_PREFIX)) or k in (TABLE_NAME_KEY, TABLE_BASE_PATH_KEY)))
 
 
 def lock_reference() -> list[tuple[str, str | None, str]]:
@@ -193,4 +209,5 @@ def lock_reference() -> list[tuple[str, str | None, str]]:
          f"least 1); {RENEW_ALT_KEY} is read when this is unset."),
         (RENEW_ALT_KEY, None, f"Former name of {RENEW_KEY}, read when that is unset."),
         *zookeeper_reference(),
+        *dynamodb_reference(),
     ]

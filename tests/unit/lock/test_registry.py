@@ -29,7 +29,6 @@ from tests.builders import make_policy
 _PKG = "org.apache.hudi.client.transaction.lock."
 REFUSED = [
     _PKG + "InProcessLockProvider",
-    "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider",
     "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider",
     "com.example.MyLockProvider",
 ]
