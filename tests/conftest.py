@@ -142,3 +142,22 @@ def zookeeper_server(_servers_root: Path) -> Iterator[Any]:
         yield server
     finally:
         proc.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite_server(_servers_root: Path) -> Iterator[Any]:
+    """Azurite serving Azure Blob Storage on 127.0.0.1 (container ``hudi``): a
+    ``tests.harness.servers.AzureServer``."""
+    from tests.harness import servers
+
+    gaps = servers.missing_azurite()
+    if gaps:
+        message = f"the Azure emulator cannot start; missing: {', '.join(gaps)}"
+        if os.environ.get("CLUSTERD_REQUIRE_HUDI") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    server, proc = servers.start_azurite(_servers_root)
+    try:
+        yield server
+    finally:
+        proc.stop()

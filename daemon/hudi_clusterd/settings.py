@@ -40,7 +40,7 @@ import difflib
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,7 @@ class TableSpec:
     name: str
     base_path: str
     policy: ClusteringPolicy
-    lock_properties: tuple[tuple[str, str], ...] = ()
+    lock_properties: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold credentials
 
 
 @dataclass(frozen=True, slots=True)

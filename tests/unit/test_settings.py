@@ -12,6 +12,7 @@ from hudi_clusterd import settings as settings_module
 from hudi_clusterd.domain.policy import DEFAULT_POLICY, PartitionFilterMode, parse_policy
 from hudi_clusterd.domain.row_order import LayoutStrategy
 from hudi_clusterd.errors import ConfigError
+from hudi_clusterd.lock import lock_problems
 from hudi_clusterd.settings import (
     LogFormat,
     Settings,
@@ -248,6 +249,7 @@ def test_load_settings_per_table_policy_overrides_defaults(tmp_path: Path) -> No
 
 def test_load_settings_reads_each_tables_write_lock_keys_and_refuses_a_lock_it_cannot_take(tmp_path: Path) -> None:
     lock_path, provider = "hoodie.write.lock.filesystem.path", "hoodie.write.lock.provider"
+    in_process = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
     zookeeper = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
     # Given the writers' lock keys as defaults, overridden for one table
     text = (
@@ -260,13 +262,19 @@ def test_load_settings_reads_each_tables_write_lock_keys_and_refuses_a_lock_it_c
     assert b.lock_properties == ((lock_path, "/locks/b"),)
     assert a.policy == b.policy
     # And a lock the daemon cannot take is refused when the settings are read, once per place it is set
-    text += f"clusterd.table.a.{provider}={zookeeper}\nclusterd.table.b.{lock_path}=locks\n"
+    text += f"clusterd.table.a.{provider}={in_process}\nclusterd.table.b.{lock_path}=locks\n"
     assert sorted(load_problems(write(tmp_path, text))) == [
-        f"table a: {provider}: {zookeeper} is not supported yet; use "
-        "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider (on a local or mounted file system) "
-        "for the table's writers and the daemon",
+        f"table a: {lock_problems({provider: in_process})[0]}",
         f"table b: {lock_path}: must be an absolute path or a URI (a folder holding the lock file), got 'locks'",
     ]
+    # And a ZooKeeper lock needs the writers' connect string and path
+    zk_text = f"clusterd.tables=a\nclusterd.table.a.base.path=/a\n{provider}={zookeeper}\n"
+    assert [p.split(": ")[:2] for p in load_problems(write(tmp_path, zk_text))] == [
+        ["hoodie.* defaults", "hoodie.write.lock.zookeeper.url"],
+        ["hoodie.* defaults", "hoodie.write.lock.zookeeper.base_path"]]
+    zk_text += "hoodie.write.lock.zookeeper.url=zk:2181\nhoodie.write.lock.zookeeper.base_path=/hudi/locks\n"
+    (table,) = load_settings(write(tmp_path, zk_text))[0].tables
+    assert dict(table.lock_properties)["hoodie.write.lock.zookeeper.url"] == "zk:2181"
     assert load_problems(write(tmp_path, f"clusterd.tables=a\nclusterd.table.a.base.path=/a\n{lock_path}=x\n")) \
         == [f"hoodie.* defaults: {lock_path}: must be an absolute path or a URI (a folder holding the lock file), "
             "got 'x'"]

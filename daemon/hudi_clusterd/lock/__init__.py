@@ -1,5 +1,7 @@
 """The table lock that every writer of a table shares: a provider (:mod:`.provider`), its implementations
-(:mod:`.file`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys (:mod:`.registry`)."""
+(:mod:`.file`, :mod:`.storage_lock`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys
+(:mod:`.file`, :mod:`.zookeeper`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys
+(:mod:`.registry`)."""
 
 from hudi_clusterd.lock.file import AUX_LOCK_FILE, LOCK_FILE, FileLease, FileSystemLockProvider, LockOptions
 from hudi_clusterd.lock.provider import Lease, LocalMutexes, LockProvider
@@ -11,20 +13,33 @@ from hudi_clusterd.lock.registry import (
     lock_provider_from_properties,
     lock_reference,
 )
+from hudi_clusterd.lock.storage_lock import LockStats, StorageLease, StorageLockProvider
+from hudi_clusterd.lock.storage_lock_format import LOCKS_FOLDER, STORAGE_PROVIDER, LockData, storage_lock_times
+from hudi_clusterd.lock.zookeeper import ZooKeeperLease, ZooKeeperLockProvider, ZooKeeperStats
 
 __all__ = [
     "AUX_LOCK_FILE",
     "FILE_SYSTEM_PROVIDER",
+    "LOCKS_FOLDER",
     "LOCK_FILE",
     "PROVIDER_KEY",
+    "STORAGE_PROVIDER",
     "FileLease",
     "FileSystemLockProvider",
     "Lease",
     "LocalMutexes",
+    "LockData",
     "LockOptions",
     "LockProvider",
+    "LockStats",
+    "StorageLease",
+    "StorageLockProvider",
+    "ZooKeeperLease",
+    "ZooKeeperLockProvider",
+    "ZooKeeperStats",
     "lock_problems",
     "lock_properties",
     "lock_provider_from_properties",
     "lock_reference",
+    "storage_lock_times",
 ]

@@ -3,11 +3,19 @@
 ``hoodie.write.lock.provider`` names the writers' lock provider class; the daemon must take the same lock.
 :data:`PROVIDERS` maps each class name the daemon implements to that implementation, one entry per class; the
 key unset means ``FileSystemBasedLockProvider``. Any other class (``InProcessLockProvider``,
-``ZookeeperBasedLockProvider``, ``DynamoDBBasedLockProvider``, ``HiveMetastoreBasedLockProvider``,
-``StorageBasedLockProvider`` or an unknown one) is refused with one ``ConfigError`` line naming it.
+``HiveMetastoreBasedLockProvider`` or an unknown one) is refused with one ``ConfigError`` line naming it and the
+providers to use instead.
+
+Besides the ``hoodie.write.lock.*`` keys a lock may depend on the table's ``hoodie.table.name`` (Hudi's default
+ZooKeeper lock key and DynamoDB partition key) and ``hoodie.base.path`` (hashed into the implicit ZooKeeper lock
+path).
+
+:func:`lock_properties` keeps the ``hoodie.write.lock.*`` keys and the ``hoodie.aws.*`` credentials; a secret among
+them never appears in a message or a log line.
 
 How long to wait for the lock and when a daemon's own lock counts as dead are the daemon's settings
-(``clusterd.lock.timeout.seconds``, ``clusterd.lock.stale.seconds``), passed in by the caller.
+(``clusterd.lock.timeout.seconds``, ``clusterd.lock.stale.seconds``), passed in by the caller. The storage lock
+has no stale time of the daemon's: its leases last what the writers' ``hoodie.write.lock.storage.*`` keys say.
 """
 
 from __future__ import annotations
@@ -18,6 +26,14 @@ from types import MappingProxyType
 from typing import Protocol
 
 from hudi_clusterd.errors import ConfigError
+from hudi_clusterd.lock.dynamodb import (
+    build_dynamodb,
+    build_implicit_dynamodb,
+    dynamodb_problems,
+    implicit_dynamodb_problems,
+)
+from hudi_clusterd.lock.dynamodb_config import DYNAMODB_IMPLICIT_PROVIDER, DYNAMODB_PROVIDER
+from hudi_clusterd.lock.dynamodb_config import reference as dynamodb_reference
 from hudi_clusterd.lock.file import (
     DEFAULT_STALE_S,
     DEFAULT_TIMEOUT_S,
@@ -27,9 +43,30 @@ from hudi_clusterd.lock.file import (
     file_lock_options,
 )
 from hudi_clusterd.lock.provider import LocalMutexes, LockProvider
+from hudi_clusterd.lock.storage_lock import StorageLockProvider
+from hudi_clusterd.lock.storage_lock_format import (
+    DEFAULT_RENEW_S,
+    DEFAULT_VALIDITY_S,
+    RENEW_ALT_KEY,
+    RENEW_KEY,
+    STORAGE_PROVIDER,
+    VALIDITY_KEY,
+    storage_lock_times,
+)
+from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider
+from hudi_clusterd.lock.zookeeper_options import (
+    IMPLICIT_ZOOKEEPER_PROVIDER,
+    TABLE_BASE_PATH_KEY,
+    TABLE_NAME_KEY,
+    ZOOKEEPER_PROVIDER,
+    zookeeper_options,
+    zookeeper_problems,
+    zookeeper_reference,
+)
 from hudi_clusterd.storage import Storage
 
 __all__ = [
+    "AWS_PREFIX",
     "FILE_SYSTEM_PROVIDER",
     "LOCK_PREFIX",
     "PROVIDERS",
@@ -42,6 +79,7 @@ __all__ = [
 ]
 
 LOCK_PREFIX = "hoodie.write.lock."
+AWS_PREFIX = "hoodie.aws."
 PROVIDER_KEY = "hoodie.write.lock.provider"
 FILE_SYSTEM_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 
@@ -72,8 +110,45 @@ def _file_system(props: Mapping[str, str], storage: Storage, *, timeout_s: float
     return FileSystemLockProvider(storage, options, mutexes=mutexes)
 
 
+def _storage_problems(props: Mapping[str, str]) -> list[str]:
+    return storage_lock_times(props)[1]
+
+
+def _storage(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
+             mutexes: LocalMutexes | None) -> LockProvider:
+    times, problems = storage_lock_times(props)
+    if times is None:
+        raise ConfigError("invalid table lock settings", problems)
+    return StorageLockProvider(storage, validity_s=times.validity_s, renew_interval_s=times.renew_interval_s,
+                               timeout_s=timeout_s, mutexes=mutexes)
+def _zookeeper_problems(props: Mapping[str, str]) -> list[str]:
+    return zookeeper_problems(props)
+
+
+def _implicit_zookeeper_problems(props: Mapping[str, str]) -> list[str]:
+    return zookeeper_problems(props, implicit=True)
+
+
+def _zookeeper_builder(implicit: bool) -> _Build:
+    def build(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
+              mutexes: LocalMutexes | None) -> LockProvider:
+        # stale_s has no part here: a ZooKeeper lock dies with its holder's session
+        options, problems = zookeeper_options(props, implicit=implicit, table_base_uri=storage.base_uri,
+                                              timeout_s=timeout_s)
+        if options is None:
+            raise ConfigError("invalid table lock settings", problems)
+        return ZooKeeperLockProvider(options, storage, mutexes=mutexes)
+
+    return build
+
+
 PROVIDERS: Mapping[str, Registration] = MappingProxyType({
     FILE_SYSTEM_PROVIDER: Registration(_file_system_problems, _file_system),
+    STORAGE_PROVIDER: Registration(_storage_problems, _storage),
+    ZOOKEEPER_PROVIDER: Registration(_zookeeper_problems, _zookeeper_builder(implicit=False)),
+    IMPLICIT_ZOOKEEPER_PROVIDER: Registration(_implicit_zookeeper_problems, _zookeeper_builder(implicit=True)),
+    DYNAMODB_PROVIDER: Registration(dynamodb_problems, build_dynamodb),
+    DYNAMODB_IMPLICIT_PROVIDER: Registration(implicit_dynamodb_problems, build_implicit_dynamodb),
 })
 """Hudi's lock provider class name -> the daemon's implementation of that lock."""
 
@@ -87,8 +162,11 @@ def lock_problems(props: Mapping[str, str]) -> list[str]:
     name = _provider_class(props)
     registration = PROVIDERS.get(name)
     if registration is None:
-        return [f"{PROVIDER_KEY}: {name} is not supported yet; use {FILE_SYSTEM_PROVIDER} (on a local or mounted "
-                "file system) for the table's writers and the daemon"]
+        others = ", ".join(p.rsplit(".", 1)[-1] for p in PROVIDERS if p != FILE_SYSTEM_PROVIDER)
+        why = (" locks inside one JVM only and cannot exclude another process" if name.endswith(
+            ".InProcessLockProvider") else " is not supported")
+        return [f"{PROVIDER_KEY}: {name}{why}; give the table's writers and the daemon one shared lock: "
+                f"{FILE_SYSTEM_PROVIDER.rsplit('.', 1)[-1]} (a local or mounted file system) or {others}"]
     return registration.problems(props)
 
 
@@ -108,17 +186,28 @@ def lock_provider_from_properties(props: Mapping[str, str], storage: Storage, *,
 
 
 def lock_properties(props: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The ``hoodie.write.lock.*`` keys among ``props``, sorted: what a table's lock depends on."""
-    return tuple(sorted((k, v) for k, v in props.items() if k.startswith(LOCK_PREFIX)))
+    """The ``hoodie.write.lock.*`` and ``hoodie.aws.*`` (credentials) keys among ``props`` and the table keys a
+    lock may infer its place from (``hoodie.table.name``, ``hoodie.base.path``), sorted: what a table's lock
+    depends on."""
+    return tuple(sorted((k, v) for k, v in props.items()
+                        if k.startswith((LOCK_PREFIX, AWS_PREFIX)) or k in (TABLE_NAME_KEY, TABLE_BASE_PATH_KEY)))
 
 
 def lock_reference() -> list[tuple[str, str | None, str]]:
-    """``(key, default, description)`` of every ``hoodie.write.lock.*`` key the daemon reads."""
+    """``(key, default, description)`` of every key of the table lock the daemon reads."""
     return [
-        (PROVIDER_KEY, None, f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}, the only "
-         "one supported (any other class is refused)."),
+        (PROVIDER_KEY, None, f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}. "
+         "Supported: " + ", ".join(PROVIDERS) + " (any other class is refused)."),
         (PATH_KEY, None, "Folder of the writers' FileSystemBasedLockProvider lock file (absolute path or URI); "
          "unset = the table's .hoodie. The daemon holds <folder>/lock and .hoodie/.aux/lock."),
         (EXPIRE_KEY, "0", "Minutes after which the writers treat a lock file nobody refreshed as dead (0 = never, "
          "Hudi's default); the daemon takes over a Hudi writer's lock file only after this."),
+        (VALIDITY_KEY, str(DEFAULT_VALIDITY_S), "Seconds one write of a StorageBasedLockProvider lock "
+         "(.hoodie/.locks/table_lock.json) holds it (at least 10, and at least 10 renew intervals); the daemon's "
+         "leases last as long."),
+        (RENEW_KEY, str(DEFAULT_RENEW_S), "Seconds between two renewals of a StorageBasedLockProvider lock (at "
+         f"least 1); {RENEW_ALT_KEY} is read when this is unset."),
+        (RENEW_ALT_KEY, None, f"Former name of {RENEW_KEY}, read when that is unset."),
+        *zookeeper_reference(),
+        *dynamodb_reference(),
     ]

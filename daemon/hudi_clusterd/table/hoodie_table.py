@@ -9,6 +9,7 @@ the file-system view).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, tzinfo
@@ -23,6 +24,7 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import TableError
 from hudi_clusterd.lock import FileSystemLockProvider, Lease, LockProvider
+from hudi_clusterd.lock.usage import LockUsage
 from hudi_clusterd.storage import FileInfo, Storage, open_storage
 from hudi_clusterd.table import clustering_queries as queries
 from hudi_clusterd.table import instant_times, listing, properties
@@ -49,6 +51,8 @@ class HoodieTable:
         self.clock = clock
         """Where instant times come from, and how the clock skew is waited out."""
         self._locks = threading.local()  # the Lease this thread holds, if any
+        self.lock_usage = LockUsage()
+        """How long each holding of the lock through this handle lasted."""
         self.timeline_store = TimelineStore(storage, before_write=self.verify_lock, layout=config.timeline_layout,
                                             completion_time=self._completion_time)
         self.footer_ranges = FooterRanges(storage)
@@ -179,10 +183,12 @@ class HoodieTable:
             raise TableError(f"{self.storage.base_uri}: the table lock is already held by this thread")
         with self.lock_provider.acquire() as lease:
             self._locks.held = lease
+            taken = time.monotonic()
             try:
                 yield
             finally:
                 self._locks.held = None
+                self.lock_usage.record(time.monotonic() - taken)
 
     def verify_lock(self) -> None:
         """Before a timeline write: when this thread holds the table lock, check no other writer took it."""

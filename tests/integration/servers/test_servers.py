@@ -75,3 +75,21 @@ def test_the_counting_proxy_counts_each_kind_and_keeps_signatures_valid(s3_serve
             s3.delete_object(Bucket=s3_server.bucket, Key=f"{prefix}/a")
     assert [o["Key"] for o in listed["Contents"]] == [f"{prefix}/a"]
     assert counts == {"PUT": 2, "precondition_failed": 1, "GET": 1, "HEAD": 1, "LIST": 1, "COPY": 1, "DELETE": 1}
+
+
+def test_azurite_does_conditional_writes(azurite_server: Any) -> None:
+    from azure.core import MatchConditions
+    from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
+    from azure.storage.blob import BlobServiceClient
+
+    client = BlobServiceClient(account_url=azurite_server.endpoint,
+                               credential={"account_name": azurite_server.account,
+                                           "account_key": azurite_server.key})
+    blob = client.get_blob_client(azurite_server.container, f"srv-{id(client)}/f")
+    first = blob.upload_blob(b"a", overwrite=False)
+    with pytest.raises(ResourceExistsError):
+        blob.upload_blob(b"b", overwrite=False)
+    blob.upload_blob(b"c", overwrite=True, etag=first["etag"], match_condition=MatchConditions.IfNotModified)
+    with pytest.raises(ResourceModifiedError):
+        blob.upload_blob(b"d", overwrite=True, etag=first["etag"], match_condition=MatchConditions.IfNotModified)
+    assert blob.download_blob().readall() == b"c"

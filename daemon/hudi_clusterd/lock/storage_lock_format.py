@@ -1,0 +1,131 @@
+"""What Apache Hudi's ``StorageBasedLockProvider`` (Hudi 1.0.2+, RFC-91) keeps in storage and reads from its keys.
+
+The lock is one file, ``<base>/.hoodie/.locks/table_lock.json``, never deleted, holding
+``{"expired": <bool>, "validUntil": <epoch ms>, "owner": "<uuid>"}``: the three fields are required and non-null,
+their order does not matter and other fields are ignored. The lock is held by its owner while ``expired`` is
+false and the reader's wall clock is at most ``validUntil`` plus Hudi's clock drift allowance (500 ms).
+
+The writers set how long one write holds the lock (``hoodie.write.lock.storage.validity.timeout.secs``) and how
+often a holder renews it (``hoodie.write.lock.storage.renew.interval.secs``, formerly
+``hoodie.write.lock.storage.heartbeat.poll.secs``), with Hudi's constraints: validity at least 10 s and at least
+10 renew intervals, renew interval at least 1 s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hudi_clusterd.domain.values import java_long
+from hudi_clusterd.errors import LockError
+
+__all__ = [
+    "CLOCK_DRIFT_S",
+    "DEFAULT_RENEW_S",
+    "DEFAULT_VALIDITY_S",
+    "LOCKS_FOLDER",
+    "LOCK_FILE",
+    "RENEW_ALT_KEY",
+    "RENEW_KEY",
+    "STORAGE_PROVIDER",
+    "VALIDITY_KEY",
+    "LockData",
+    "StorageLockTimes",
+    "storage_lock_times",
+]
+
+STORAGE_PROVIDER = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
+LOCKS_FOLDER = ".hoodie/.locks"
+"""Hudi 1.x's folder of lock files (``HoodieTableMetaClient.LOCKS_FOLDER_NAME``); Hudi 1.2 also keeps its lock
+audit there (``audit_enabled.json``, ``audit/<ms>_<owner>.jsonl``)."""
+LOCK_FILE = f"{LOCKS_FOLDER}/table_lock.json"
+CLOCK_DRIFT_S = 0.5
+"""How long past ``validUntil`` a lock still counts as held (Hudi's ``CLOCK_DRIFT_BUFFER_MS``)."""
+
+VALIDITY_KEY = "hoodie.write.lock.storage.validity.timeout.secs"
+RENEW_KEY = "hoodie.write.lock.storage.renew.interval.secs"
+RENEW_ALT_KEY = "hoodie.write.lock.storage.heartbeat.poll.secs"
+DEFAULT_VALIDITY_S = 300
+DEFAULT_RENEW_S = 30
+MIN_VALIDITY_S = 10
+MIN_RENEW_S = 1
+VALIDITY_PER_RENEW = 10
+
+
+@dataclass(frozen=True, slots=True)
+class LockData:
+    """The content of the lock file."""
+
+    expired: bool
+    valid_until_ms: int
+    owner: str
+
+    def held_at(self, now_ms: int) -> bool:
+        """Whether a writer whose wall clock reads ``now_ms`` sees the lock held by ``owner``."""
+        return not self.expired and now_ms <= self.valid_until_ms + int(CLOCK_DRIFT_S * 1000)
+
+    def to_json(self) -> bytes:
+        """The file's bytes, as Hudi writes them (compact, in Hudi's field order)."""
+        return json.dumps({"expired": self.expired, "validUntil": self.valid_until_ms, "owner": self.owner},
+                          separators=(",", ":")).encode()
+
+    @classmethod
+    def parse(cls, data: bytes, source: str) -> LockData:
+        """Read a lock file (``source`` names it in errors); `LockError` unless it holds the three fields."""
+        try:
+            doc = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise LockError(f"{source}: not a lock file of Hudi's StorageBasedLockProvider (not JSON: {e}); if no "
+                            "writer of the table runs, delete it") from e
+        if not isinstance(doc, dict):
+            raise LockError(f"{source}: not a lock file of Hudi's StorageBasedLockProvider (a JSON "
+                            f"{type(doc).__name__}, not an object); if no writer of the table runs, delete it")
+        expired, valid_until, owner = doc.get("expired"), doc.get("validUntil"), doc.get("owner")
+        if (isinstance(expired, bool) and isinstance(valid_until, int) and not isinstance(valid_until, bool)
+                and isinstance(owner, str)):
+            return cls(expired, valid_until, owner)
+        checks = (("expired", "true or false", isinstance(expired, bool)),
+                  ("validUntil", "an integer (epoch ms)", isinstance(valid_until, int)
+                   and not isinstance(valid_until, bool)),
+                  ("owner", "a string", isinstance(owner, str)))
+        problems = [f"{name!r} is missing" if name not in doc else f"{name!r} must be {kind}, got {doc[name]!r}"
+                    for name, kind, ok in checks if not ok]
+        raise LockError(f"{source}: not a lock file of Hudi's StorageBasedLockProvider ({'; '.join(problems)}); "
+                        "if no writer of the table runs, delete it")
+
+
+@dataclass(frozen=True, slots=True)
+class StorageLockTimes:
+    """How long one write holds the lock and how often its holder renews it, in seconds."""
+
+    validity_s: int = DEFAULT_VALIDITY_S
+    renew_interval_s: int = DEFAULT_RENEW_S
+
+
+def storage_lock_times(props: Mapping[str, str]) -> tuple[StorageLockTimes | None, list[str]]:
+    """The times the writers' ``hoodie.write.lock.storage.*`` keys set, or None with the problems
+    (``<key>: must be ..., got ...``), checked as Hudi checks them."""
+    problems: list[str] = []
+    renew_key = RENEW_KEY if RENEW_KEY in props or RENEW_ALT_KEY not in props else RENEW_ALT_KEY
+
+    def read(key: str, default: int) -> int | None:
+        if key not in props:
+            return default
+        try:
+            return java_long(props[key])
+        except ValueError as e:
+            problems.append(f"{key}: {e}")
+            return None
+
+    validity, renew = read(VALIDITY_KEY, DEFAULT_VALIDITY_S), read(renew_key, DEFAULT_RENEW_S)
+    if validity is not None and validity < MIN_VALIDITY_S:
+        problems.append(f"{VALIDITY_KEY}: must be at least {MIN_VALIDITY_S} seconds, got {validity}")
+    if renew is not None and renew < MIN_RENEW_S:
+        problems.append(f"{renew_key}: must be at least {MIN_RENEW_S} second, got {renew}")
+    if validity is not None and renew is not None and validity < VALIDITY_PER_RENEW * renew:
+        problems.append(f"{VALIDITY_KEY}: must be at least {VALIDITY_PER_RENEW} times {renew_key} ({renew}), got "
+                        f"{validity}")
+    if problems or validity is None or renew is None:
+        return None, problems
+    return StorageLockTimes(validity, renew), []
