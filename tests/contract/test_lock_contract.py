@@ -41,7 +41,7 @@ from hudi_clusterd.lock import (
 )
 from hudi_clusterd.lock.dynamodb import DynamoDBLockProvider
 from hudi_clusterd.lock.dynamodb_config import dynamodb_lock_config
-from hudi_clusterd.storage import MemoryStorage, Storage, open_storage
+from hudi_clusterd.storage import MemoryStorage, ObjectStorage, Storage, StorageSpec, open_storage
 from tests.harness.zookeeper_locks import expire_session
 
 STALE_S = 60.0
@@ -118,6 +118,20 @@ def memory_storage(request: pytest.FixtureRequest, table: Path) -> Storage:
     return MemoryStorage(f"memory://{volume}/table")
 
 
+def object_memory_storage(request: pytest.FixtureRequest, table: Path) -> Storage:
+    """The object storage over obstore's in-memory store, a bucket per table."""
+    bucket = f"lock-contract-{uuid.uuid5(uuid.NAMESPACE_URL, str(table)).hex}"
+    request.addfinalizer(lambda: ObjectStorage.memory_buckets.drop(bucket))
+    return open_storage(StorageSpec(f"s3://{bucket}/table", {"store": "memory"}))
+
+
+def s3_storage(request: pytest.FixtureRequest, table: Path) -> Storage:
+    """The object storage on the session's SeaweedFS server, a prefix per table."""
+    server: Any = request.getfixturevalue("s3_server")
+    prefix = f"lock-contract-{uuid.uuid5(uuid.NAMESPACE_URL, str(table)).hex}"
+    return open_storage(StorageSpec(f"s3://{server.bucket}/{prefix}", server.storage_options()))
+
+
 def dynamodb_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float],
                   request: pytest.FixtureRequest) -> LockProvider:
     """DynamoDB's lock on moto's server, its lease the stale time: a holder renews it every third of it."""
@@ -140,6 +154,9 @@ IMPLEMENTATIONS = [
     pytest.param(Implementation(dynamodb_lock, age_past_the_stale_time), id="dynamodb"),
     pytest.param(Implementation(zookeeper_lock, expire_the_session), id="zookeeper"),
     pytest.param(Implementation(storage_lock(memory_storage), age_past_the_stale_time), id="storage-memory"),
+    pytest.param(Implementation(storage_lock(object_memory_storage), age_past_the_stale_time),
+                 id="storage-object-memory"),
+    pytest.param(Implementation(storage_lock(s3_storage), age_past_the_stale_time), id="storage-s3-seaweedfs"),
 ]
 
 

@@ -1,9 +1,14 @@
 """A Hudi table on S3 (SeaweedFS): the daemon's worker polls an idle one with one listing, and clustering runs end
-to end, its Spark tasks reading and writing the data files through the object storage (no Hadoop S3A)."""
+to end, its Spark tasks reading and writing the data files through the object storage (no Hadoop S3A): through the
+operations in this process, and through ``hudi-clusterd cluster`` in a process of its own that finds the server
+in its environment and locks the table with Hudi's storage lock."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +25,7 @@ from hudi_clusterd.runtime.service import Daemon, TableWorker
 from hudi_clusterd.settings import settings_from_properties
 from hudi_clusterd.storage import ObjectStorage, StorageSpec, open_storage
 from hudi_clusterd.storage.requests import difference
+from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen, make_policy
 from tests.harness.process_lock import ProcessLock
 from tests.harness.s3_proxy import CountingS3Proxy
@@ -88,8 +94,6 @@ def test_the_worker_polls_an_idle_table_on_s3_with_one_listing(s3_server: Any,
 
 @pytest.mark.spark
 def test_clustering_a_table_on_s3_end_to_end(s3_server: Any, spark: Any) -> None:
-    from hudi import HudiReadOptions, HudiTableBuilder
-
     from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
 
     # Given a small partitioned table on S3, its credentials in the spec's options (pickled to the Spark tasks)
@@ -108,10 +112,44 @@ def test_clustering_a_table_on_s3_end_to_end(s3_server: Any, spark: Any) -> None
     assert [(i.action, i.state) for i in done] == [(Action.REPLACE_COMMIT, State.COMPLETED)]
     written = [s.path for s in result.write_stats]
     assert written and all(storage.exists(p) for p in written)
-    options = {"aws_endpoint_url": s3_server.endpoint, "aws_allow_http": "true", "aws_region": s3_server.region,
-               "aws_access_key_id": s3_server.access_key, "aws_secret_access_key": s3_server.secret_key}
-    rows = pa.Table.from_batches(HudiTableBuilder.from_base_uri(storage.base_uri).with_storage_options(options)
-                                 .build().read(HudiReadOptions()))
+    rows = _rows(s3_server, storage.base_uri)
     assert sorted(rows.column("id").to_pylist()) == list(range(4 * 2 * 50))
     assert {r.rsplit("/", 1)[-1] for r in rows.column("_hoodie_file_name").to_pylist()} == {
         p.rsplit("/", 1)[-1] for p in written}
+
+
+def _rows(s3_server: Any, uri: str) -> pa.Table:
+    """The table's snapshot as hudi-rs reads it (a second, independent reader)."""
+    from hudi import HudiReadOptions, HudiTableBuilder
+
+    options = {"aws_endpoint_url": s3_server.endpoint, "aws_allow_http": "true", "aws_region": s3_server.region,
+               "aws_access_key_id": s3_server.access_key, "aws_secret_access_key": s3_server.secret_key}
+    return pa.Table.from_batches(HudiTableBuilder.from_base_uri(uri).with_storage_options(options).build()
+                                 .read(HudiReadOptions()))
+
+
+@pytest.mark.spark
+def test_hudi_clusterd_cluster_on_s3_in_its_own_process(s3_server: Any, tmp_path: Path) -> None:
+    # Given a small table on S3 (s3a://, as Spark writers name it), locked by Hudi's storage lock
+    storage = open_storage(StorageSpec(s3_server.fresh_uri("cli").replace("s3://", "s3a://", 1),
+                                       s3_server.storage_options()))
+    assert isinstance(storage, ObjectStorage)
+    _table(storage, commits=3, seed=7)
+    props = tmp_path / "cluster.properties"
+    props.write_text("hoodie.write.lock.provider=org.apache.hudi.client.transaction.lock.StorageBasedLockProvider\n"
+                     "hoodie.clustering.plan.strategy.sort.columns=x\n")
+    # When hudi-clusterd clusters it, reaching the server through the environment only (driver and Python workers)
+    env = {**os.environ, **s3_server.env(), "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run([sys.executable, "-m", "hudi_clusterd", "cluster", "--base-path", storage.base_uri,
+                           "--props", str(props), "--force", "--spark-master", "local[1]",
+                           "--spark-conf", "spark.sql.shuffle.partitions=2"],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # Then the replacecommit completed, the storage lock was taken and given back, and every row is there once
+    table = HoodieTable.open(storage.base_uri, storage, lock_provider=ProcessLock())
+    replaced = [i for i in table.timeline() if i.action is Action.REPLACE_COMMIT]
+    assert [i.state for i in replaced] == [State.COMPLETED], done.stdout
+    lock = storage.read_bytes(".hoodie/.locks/table_lock.json")
+    assert b'"expired":true' in lock.replace(b" ", b"")
+    assert sorted(_rows(s3_server, storage.base_uri).column("id").to_pylist()) == list(range(3 * 2 * 50))
+    assert s3_server.secret_key not in done.stdout + done.stderr
