@@ -118,16 +118,17 @@ class SparkGroupRunner:
             out.append(ScanFile(bf.relative_path, bf.size))
         return out
 
-    def read_group(self, storage: Storage, files: Sequence[ScanFile]) -> DataFrame:
-        """The group's rows, without the two meta columns the writer sets anyway (``_hoodie_file_name`` is
-        rewritten, ``_hoodie_partition_path`` is the group's partition): they would only widen the shuffle.
-        Read by Spark's Parquet reader, or in the Python workers where Spark cannot open the storage's URIs (an
-        object store: `read_through_storage`)."""
+    def read_group(self, storage: Storage, files: Sequence[ScanFile]) -> tuple[DataFrame, int]:
+        """The group's rows and their number, without the two meta columns the writer sets anyway
+        (``_hoodie_file_name`` is rewritten, ``_hoodie_partition_path`` is the group's partition): they would only
+        widen the shuffle. Read by Spark's Parquet reader, or in the Python workers where Spark cannot open the
+        storage's URIs (an object store: `read_through_storage`)."""
         if not storage.spark_readable:
-            return read_through_storage(self.spark, storage, files).drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD)
+            df, rows = read_through_storage(self.spark, storage, files)
+            return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD), rows
         paths = [literal_read_path(storage.uri(f.path)) for f in files]
         df = self.spark.read.option("mergeSchema", "true").parquet(*paths)
-        return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD)
+        return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD), df.count()
 
     def output_shape(self, storage: Storage, plan: ClusteringPlan, index: int, rows: int,
                      input_bytes: int = 0) -> OutputShape:
@@ -158,9 +159,8 @@ class SparkGroupRunner:
         """The group's rows laid out for the writer: sorted runs from a scan of the files (`exchange_layout`)
         where the layout allows, else a Spark DataFrame partitioned and sorted."""
         order: WorkOrder = plan.strategy.work_order
-        df = self.read_group(storage, files)
+        df, rows = self.read_group(storage, files)
         data_schema = strip_meta_fields(spark_arrow_schema(df))
-        rows = df.count()
         shape = self.output_shape(storage, plan, index, rows, sum(f.size for f in files))
         n_out = shape.partitions
         columns = order.sort_columns

@@ -155,20 +155,23 @@ class GroupScan:
         return self.spark.range(0, tasks, 1, tasks).mapInArrow(read_task, schema)
 
 
-def footer_schema(storage: Storage, files: Sequence[ScanFile]) -> StructType:
+def footer_schema(storage: Storage, files: Sequence[ScanFile]) -> tuple[StructType, int]:
     """The merged Spark schema of ``files`` read from their footers, as Spark's Parquet reader gives it with
-    ``mergeSchema``: the union of the columns (a type that differs between files is an `ExecutionError`), every
-    column nullable, INT96 columns as timestamps, other timestamps by their ``isAdjustedToUTC``."""
+    ``mergeSchema`` (the union of the columns, a type that differs between files being an `ExecutionError`;
+    every column nullable, INT96 columns as timestamps, other timestamps by their ``isAdjustedToUTC``), and
+    their rows."""
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField, StructType, TimestampType
 
     schemas: list[pa.Schema] = []
     int96: set[str] = set()
+    rows = 0
     for f in files:
         try:
             with storage.open_input_file(f.path) as src:
                 parquet = pq.ParquetFile(src, coerce_int96_timestamp_unit="us")
                 schemas.append(parquet.schema_arrow)
+                rows += parquet.metadata.num_rows
                 columns = [parquet.schema.column(i) for i in range(len(parquet.schema))]
                 int96 |= {c.path for c in columns if c.physical_type == "INT96" and "." not in c.path}
         except (OSError, pa.ArrowException) as e:
@@ -179,7 +182,7 @@ def footer_schema(storage: Storage, files: Sequence[ScanFile]) -> StructType:
         raise ExecutionError(f"{storage.full_path(files[0].path) if files else storage.base_uri} and the other "
                              f"files of the group: their schemas do not merge: {e}") from e
     return StructType([StructField(f.name, TimestampType() if f.name in int96 else _nullable(from_arrow_type(f.type)),
-                                   True) for f in merged])
+                                   True) for f in merged]), rows
 
 
 def _nullable(data_type: DataType) -> DataType:
@@ -195,8 +198,9 @@ def _nullable(data_type: DataType) -> DataType:
     return data_type
 
 
-def read_through_storage(spark: SparkSession, storage: Storage, files: Sequence[ScanFile]) -> DataFrame:
+def read_through_storage(spark: SparkSession, storage: Storage, files: Sequence[ScanFile]) -> tuple[DataFrame, int]:
     """The rows of ``files`` as a DataFrame read in the Python workers through the storage (`GroupScan`), for a
-    storage Spark's own readers cannot open (`Storage.spark_readable`); its schema is `footer_schema`'s."""
-    schema = footer_schema(storage, files)
-    return GroupScan(spark, storage.spec, tuple(files), schema).map_files(lambda batches: batches, schema)
+    storage Spark's own readers cannot open (`Storage.spark_readable`), and how many there are (from the footers:
+    counting the DataFrame would read every file once more); its schema is `footer_schema`'s."""
+    schema, rows = footer_schema(storage, files)
+    return GroupScan(spark, storage.spec, tuple(files), schema).map_files(lambda batches: batches, schema), rows
