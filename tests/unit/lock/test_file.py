@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock import AUX_LOCK_FILE, LOCK_FILE, FileSystemLockProvider, LockOptions
-from hudi_clusterd.storage import Storage, open_storage
+from hudi_clusterd.storage import ObjectStorage, Storage, StorageSpec, open_storage
 from tests.builders import TableGen
 
 _HOLDER = """
@@ -191,3 +192,17 @@ def test_storage_without_atomic_create_is_refused_naming_the_lock_file(tmp_path:
     provider = FileSystemLockProvider(storage)  # a table there can still be opened and read
     with pytest.raises(LockError, match=rf"{tmp_path}/\.hoodie/lock: this storage .* no atomic create-if-absent"):
         provider.acquire()
+
+
+def test_an_object_store_is_refused_naming_the_lock_file_and_what_to_use() -> None:
+    bucket = f"unit-lock-{uuid.uuid4().hex[:12]}"
+    storage = open_storage(StorageSpec(f"s3://{bucket}/t", {"store": "memory"}))
+    try:
+        provider = FileSystemLockProvider(storage)  # a table there can still be opened and read
+        with pytest.raises(LockError, match=rf"{bucket}/t/\.hoodie/lock: this storage \(s3\) is an object store, "
+                                            r"where Hudi's FileSystemBasedLockProvider is not safe .* "
+                                            "StorageBasedLockProvider"):
+            provider.acquire()
+        assert storage.list_dir(".hoodie") == []  # nothing written
+    finally:
+        ObjectStorage.memory_buckets.drop(bucket)
