@@ -553,20 +553,22 @@ class HudiWorker:
                  name: str = "default") -> dict[str, Any]:
         """A new instance of the lock provider ``props`` name (a writer's options, with ``hoodie.table.name`` and
         ``hoodie.base.path``), built as Hudi's ``LockManager`` builds it, calls ``tryLock(timeout_ms)``:
-        ``{"acquired": bool, "waited_s": float, "reason": str | None}``. Acquired, the lock is given back at once,
-        or with ``hold`` kept under ``name`` until :meth:`lock_release`."""
+        ``{"acquired": bool, "waited_s": float, "reason": str | None, "built_s", "started_at", "returned_at"}``
+        (the last two: the worker's ``time.monotonic()`` around ``tryLock``, a clock this process shares on Linux).
+        Acquired, the lock is given back at once, or with ``hold`` kept under ``name`` until :meth:`lock_release`."""
         return self.request("lock_try", timeout=timeout_ms / 1000 + 120, props=dict(props), timeout_ms=timeout_ms,
                             hold=hold, name=name)
 
     def lock_acquire(self, props: Mapping[str, str], *, timeout_ms: int = 60000,
                      name: str = "default") -> dict[str, Any]:
         """Take the lock ``props`` name and hold it across requests (:class:`HudiRequestError` when it is not had
-        within ``timeout_ms``): ``{"waited_s", "lock"}``."""
+        within ``timeout_ms``): :meth:`lock_try`'s reply plus ``"lock"`` (the provider's lock object, as text)."""
         return self.request("lock_acquire", timeout=timeout_ms / 1000 + 120, props=dict(props),
                             timeout_ms=timeout_ms, name=name)
 
     def lock_release(self, name: str = "default") -> dict[str, Any]:
-        """Give back the lock held under ``name`` (Hudi's ``unlock`` then ``close``): ``{"held_s"}``."""
+        """Give back the lock held under ``name`` (Hudi's ``unlock`` then ``close``): ``{"held_s", "started_at",
+        "unlocked_at"}`` (the worker's ``time.monotonic()`` before and after ``unlock``)."""
         return self.request("lock_release", timeout=120, name=name)
 
     def _scratch_file(self, prefix: str, suffix: str) -> Path:

@@ -435,11 +435,14 @@ class Worker:
         args[1] = storage_conf
         return jvm.org.apache.hudi.common.util.ReflectionUtils.loadClass(config.getLockProviderClass(), types, args)
 
-    def _try_lock(self, props: dict[str, str], timeout_ms: int) -> tuple[Any, bool, float, str | None]:
-        """Build a provider and call its ``tryLock(timeout_ms)``: (provider, acquired, seconds waited, why not).
-        A ``HoodieLockException`` from ``tryLock`` (the ZooKeeper provider's way of saying "not acquired in time")
+    def _try_lock(self, props: dict[str, str], timeout_ms: int) -> tuple[Any, dict[str, Any]]:
+        """Build a provider and call its ``tryLock(timeout_ms)``: the provider and ``{acquired, waited_s, reason,
+        built_s, started_at, returned_at}`` (``started_at``/``returned_at``: ``time.monotonic()`` around
+        ``tryLock``, comparable with the test process's on Linux, where the clock is system-wide). A
+        ``HoodieLockException`` from ``tryLock`` (the ZooKeeper provider's way of saying "not acquired in time")
         counts as not acquired; its message is the reason."""
         jvm = self.spark._jvm
+        building = time.monotonic()
         provider = self._lock_provider(props)
         started = time.monotonic()
         reason = None
@@ -451,13 +454,14 @@ class Worker:
                 _close_quietly(provider)
                 raise
             acquired, reason = False, " <- ".join(payload["causes"])[:2000]
-        waited = time.monotonic() - started
+        returned = time.monotonic()
         if not acquired:
             _close_quietly(provider)
-        return provider, acquired, waited, reason
+        return provider, {"acquired": acquired, "waited_s": round(returned - started, 3), "reason": reason,
+                          "built_s": round(started - building, 3), "started_at": started, "returned_at": returned}
 
     def lock_try(self, req: dict[str, Any]) -> dict[str, Any]:
-        """One ``tryLock(timeout_ms)`` of a new provider: ``{acquired, waited_s, reason}``. Acquired, the lock is
+        """One ``tryLock(timeout_ms)`` of a new provider (the reply of ``_try_lock``). Acquired, the lock is
         given back at once (``unlock`` then ``close``, as ``LockManager.unlock`` does) unless ``hold`` is true,
         when it is kept under ``name`` for ``lock_release``."""
         props = _str_options(_need(req, "props"))
@@ -465,14 +469,14 @@ class Worker:
         hold = bool(req.get("hold"))
         if hold and name in self.locks:
             raise RequestError(f"lock {name!r} is already held in this worker")
-        provider, acquired, waited, reason = self._try_lock(props, int(_need(req, "timeout_ms")))
-        if acquired:
+        provider, result = self._try_lock(props, int(_need(req, "timeout_ms")))
+        if result["acquired"]:
             if hold:
                 self.locks[name] = _HeldLock(provider, time.monotonic())
             else:
                 provider.unlock()
                 provider.close()
-        return {"acquired": acquired, "waited_s": round(waited, 3), "reason": reason}
+        return result
 
     def lock_acquire(self, req: dict[str, Any]) -> dict[str, Any]:
         """Take the lock and hold it under ``name`` across requests (``tryLock(timeout_ms)``, default 60 s; an error
@@ -482,23 +486,27 @@ class Worker:
         if name in self.locks:
             raise RequestError(f"lock {name!r} is already held in this worker")
         timeout_ms = int(req.get("timeout_ms") or 60000)
-        provider, acquired, waited, reason = self._try_lock(props, timeout_ms)
-        if not acquired:
-            raise RequestError(f"lock not acquired within {timeout_ms} ms: {reason or 'tryLock returned false'}")
+        provider, result = self._try_lock(props, timeout_ms)
+        if not result["acquired"]:
+            raise RequestError(f"lock not acquired within {timeout_ms} ms: "
+                               f"{result['reason'] or 'tryLock returned false'}")
         self.locks[name] = _HeldLock(provider, time.monotonic())
-        return {"waited_s": round(waited, 3), "lock": str(provider.getLock())}
+        return {**result, "lock": str(provider.getLock())}
 
     def lock_release(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Give back the lock held under ``name`` (``unlock`` then ``close``)."""
+        """Give back the lock held under ``name`` (``unlock`` then ``close``): ``{held_s, started_at,
+        unlocked_at}`` (monotonic times around ``unlock``)."""
         name = str(req.get("name") or "default")
         held = self.locks.pop(name, None)
         if held is None:
             raise RequestError(f"no lock {name!r} is held; held: {', '.join(sorted(self.locks)) or 'none'}")
+        started = time.monotonic()
         try:
             held.provider.unlock()
         finally:
+            unlocked = time.monotonic()
             held.provider.close()
-        return {"held_s": round(time.monotonic() - held.since, 3)}
+        return {"held_s": round(started - held.since, 3), "started_at": started, "unlocked_at": unlocked}
 
     def stop(self, req: dict[str, Any]) -> dict[str, Any]:
         for held in self.locks.values():
