@@ -8,6 +8,10 @@ A worker depends on the bundle jar and the interpreter only: the table version a
 (see ``tests/harness/hudi_versions.py``). So the setups of one bundle share one worker (:class:`HudiWorkers`), each
 test seeing it through a view that carries its setup (:meth:`HudiWorker.for_setup`).
 
+A worker may run with a :class:`WorkerProfile`: jars beside the bundle, Spark settings and environment changes
+(``tests/harness/hudi_s3.py`` makes the one that reaches the S3 test server and Hudi's lock providers there).
+Workers of different profiles are different processes.
+
 Availability: :func:`require_installation` skips the test when the cache from ``python -m tests.harness.hudi_setup``
 is missing, naming what is missing; with ``CLUSTERD_REQUIRE_HUDI=1`` that is a failure instead.
 """
@@ -123,6 +127,18 @@ def require_installation(setup: HudiSetup) -> HudiInstallation:
         pytest.skip(str(exc))
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerProfile:
+    """What a worker adds to a plain one: ``jars`` after the bundle on ``spark.jars``, ``spark_conf`` (pairs, as
+    ``--conf key=value``), and ``env`` changes (a value of None unsets the variable). Hashable: workers are shared
+    per (installation, profile)."""
+
+    name: str
+    jars: tuple[Path, ...] = ()
+    spark_conf: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str | None], ...] = ()
+
+
 @dataclass
 class _WorkerState:
     """What the views of one worker process share beyond the process itself."""
@@ -151,9 +167,11 @@ class HudiWorker:
         spark_conf: Mapping[str, str] | None = None,
         startup_timeout: float = _STARTUP_TIMEOUT_S,
         log_path: Path | None = None,
+        profile: WorkerProfile | None = None,
     ) -> None:
         self.installation = installation
         self.setup = installation.setup
+        self.profile = profile
         self._own_scratch = scratch is None
         self._state = _WorkerState()
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{installation.name}-")) if scratch is None else scratch
@@ -168,6 +186,7 @@ class HudiWorker:
             str(WORKER_SCRIPT),
             "--jar",
             str(installation.jar),
+            *(arg for jar in (profile.jars if profile else ()) for arg in ("--jar", str(jar))),
             "--master",
             master,
             "--driver-memory",
@@ -177,9 +196,14 @@ class HudiWorker:
             "--app-name",
             f"hudi-clusterd-interop-{installation.name}",
         ]
-        for key, value in (spark_conf or {}).items():
+        for key, value in [*(profile.spark_conf if profile else ()), *(spark_conf or {}).items()]:
             cmd += ["--conf", f"{key}={value}"]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "PYTHONPATH"))}
+        for key, change in profile.env if profile else ():
+            if change is None:
+                env.pop(key, None)
+            else:
+                env[key] = change
         env["PYTHONUNBUFFERED"] = "1"
         env["PYSPARK_PYTHON"] = str(installation.python)
         started = time.monotonic()
@@ -375,33 +399,33 @@ class HudiWorker:
         return self.request("ping", timeout=60)
 
     def write_parquet(
-        self, source: Path, base_path: Path, options: Mapping[str, str], mode: str = "append"
+        self, source: Path, base_path: Path | str, options: Mapping[str, str], mode: str = "append"
     ) -> list[str]:
         """Write the parquet at ``source`` through Hudi; returns the completed instants it created."""
-        result = self.request("write", source=str(source), path=str(base_path), options=dict(options), mode=mode)
-        return list(result["instants"])
+        return list(self.write_parquet_result(source, base_path, options, mode)["instants"])
+
+    def write_parquet_result(
+        self, source: Path, base_path: Path | str, options: Mapping[str, str], mode: str = "append"
+    ) -> dict[str, Any]:
+        """:meth:`write_parquet`'s whole reply: ``rows``, ``instants`` (the completed instants the write created),
+        ``timeline`` (every completed instant after it) and ``seconds`` (how long Hudi's ``save`` took)."""
+        return self.request("write", source=str(source), path=str(base_path), options=dict(options), mode=mode)
 
     def write(
         self,
         rows: pa.Table | Sequence[Mapping[str, Any]],
-        base_path: Path,
+        base_path: Path | str,
         options: Mapping[str, str],
         *,
         mode: str = "append",
         schema: pa.Schema | None = None,
     ) -> list[str]:
         """Write rows (a pyarrow table, or dicts typed by ``schema``) through Hudi; returns the new instants."""
-        table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
-        source = self._scratch_file("in", ".parquet")
-        pq.write_table(table, source)
-        try:
-            return self.write_parquet(source, base_path, options, mode)
-        finally:
-            source.unlink(missing_ok=True)
+        return list(self.write_rows(rows, base_path, options, mode=mode, schema=schema)["instants"])
 
     def read(
         self,
-        base_path: Path,
+        base_path: Path | str,
         query: ReadQuery = "snapshot",
         *,
         begin: str | None = None,
@@ -502,6 +526,50 @@ class HudiWorker:
 
     def stream_stop(self, name: str) -> dict[str, Any]:
         return self.request("stream_stop", name=name)
+
+    def write_rows(
+        self,
+        rows: pa.Table | Sequence[Mapping[str, Any]],
+        base_path: Path | str,
+        options: Mapping[str, str],
+        *,
+        mode: str = "append",
+        schema: pa.Schema | None = None,
+        timeout: float = _DEFAULT_TIMEOUT_S,
+    ) -> dict[str, Any]:
+        """:meth:`write`, returning the worker's whole reply (see :meth:`write_parquet_result`)."""
+        table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
+        source = self._scratch_file("in", ".parquet")
+        pq.write_table(table, source)
+        try:
+            return self.request("write", timeout=timeout, source=str(source), path=str(base_path),
+                                options=dict(options), mode=mode)
+        finally:
+            source.unlink(missing_ok=True)
+
+    # -- Hudi's lock providers, in the worker's JVM -------------------------------------------------------------
+
+    def lock_try(self, props: Mapping[str, str], timeout_ms: int, *, hold: bool = False,
+                 name: str = "default") -> dict[str, Any]:
+        """A new instance of the lock provider ``props`` name (a writer's options, with ``hoodie.table.name`` and
+        ``hoodie.base.path``), built as Hudi's ``LockManager`` builds it, calls ``tryLock(timeout_ms)``:
+        ``{"acquired": bool, "waited_s": float, "reason": str | None, "built_s", "started_at", "returned_at"}``
+        (the last two: the worker's ``time.monotonic()`` around ``tryLock``, a clock this process shares on Linux).
+        Acquired, the lock is given back at once, or with ``hold`` kept under ``name`` until :meth:`lock_release`."""
+        return self.request("lock_try", timeout=timeout_ms / 1000 + 120, props=dict(props), timeout_ms=timeout_ms,
+                            hold=hold, name=name)
+
+    def lock_acquire(self, props: Mapping[str, str], *, timeout_ms: int = 60000,
+                     name: str = "default") -> dict[str, Any]:
+        """Take the lock ``props`` name and hold it across requests (:class:`HudiRequestError` when it is not had
+        within ``timeout_ms``): :meth:`lock_try`'s reply plus ``"lock"`` (the provider's lock object, as text)."""
+        return self.request("lock_acquire", timeout=timeout_ms / 1000 + 120, props=dict(props),
+                            timeout_ms=timeout_ms, name=name)
+
+    def lock_release(self, name: str = "default") -> dict[str, Any]:
+        """Give back the lock held under ``name`` (Hudi's ``unlock`` then ``close``): ``{"held_s", "started_at",
+        "unlocked_at"}`` (the worker's ``time.monotonic()`` before and after ``unlock``)."""
+        return self.request("lock_release", timeout=120, name=name)
 
     def _scratch_file(self, prefix: str, suffix: str) -> Path:
         folder = self.scratch / "exchange"
@@ -606,19 +674,22 @@ class HudiWorkers:
         self._running: HudiWorker | None = None
         self.started: list[str] = []  # the installations started, in order (a restart shows as a repeat)
 
-    def for_setup(self, setup: HudiSetup) -> HudiWorker:
-        """A running worker for ``setup`` (a view of the bundle's worker); skip or fail as
-        :func:`require_installation` does when the setup is not installed. A worker that died is started again."""
+    def for_setup(self, setup: HudiSetup, profile: WorkerProfile | None = None) -> HudiWorker:
+        """A running worker for ``setup`` (a view of the bundle's worker) with ``profile``; skip or fail as
+        :func:`require_installation` does when the setup is not installed. A worker that died is started again, and
+        so is one of another bundle or profile (after the running one stopped)."""
         installation = require_installation(setup)
         running = self._running
-        if running is not None and (running.installation.key != installation.key or not running.alive):
+        if running is not None and (running.installation.key != installation.key or running.profile != profile
+                                    or not running.alive):
             self._running = None
             running.close()
             running = None
         if running is None:
-            running = HudiWorker(installation, scratch=self._scratch(installation.name))
+            name = installation.name + (f"-{profile.name}" if profile else "")
+            running = HudiWorker(installation, scratch=self._scratch(name), profile=profile)
             self._running = running
-            self.started.append(installation.name)
+            self.started.append(name)
         return running.for_setup(setup)
 
     def close(self) -> None:

@@ -35,6 +35,26 @@ class MavenArtifact:
 
 
 @dataclass(frozen=True, slots=True)
+class MavenDependency:
+    """One direct dependency of a :class:`MavenRuntime`: the artifact, whether its own dependencies come along,
+    and the ``group:artifact`` patterns (``*`` for any part) left out of them."""
+
+    artifact: MavenArtifact
+    transitive: bool = True
+    exclusions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MavenRuntime:
+    """A set of jars put beside a Hudi bundle on ``spark.jars``: what Maven resolves from a few direct dependencies
+    (``python -m tests.harness.hudi_setup`` resolves it with a throw-away pom and copies the jars to the cache)."""
+
+    name: str
+    dependencies: tuple[MavenDependency, ...]
+    purpose: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class HudiSetup:
     """A released Hudi Spark bundle, the PySpark it runs on, the table version its writers create and keep, and the
     writer options that make them do so (``table_version_options``, added to the project's writer options)."""
@@ -47,6 +67,9 @@ class HudiSetup:
     # (left out of equality and hashing: a mapping proxy has no hash, and pytest groups tests by setup value)
     table_version_options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
     notes: str = field(default="", compare=False)
+    s3_runtimes: tuple[MavenRuntime, ...] = field(default=(), compare=False)
+    """What a worker of this setup adds to ``spark.jars`` to reach tables on S3 (``s3a://`` through Hadoop's S3A
+    connector) and to take the locks Hudi users run there (``tests/harness/hudi_s3.py``)."""
 
     @property
     def timeline_layout_version(self) -> int:
@@ -67,6 +90,35 @@ HUDI_0_15_BUNDLE = MavenArtifact("org.apache.hudi", "hudi-spark3.5-bundle_2.12",
 HUDI_1_2_BUNDLE = MavenArtifact("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "1.2.0")
 HUDI_1_0_BUNDLE = MavenArtifact("org.apache.hudi", "hudi-spark3.5-bundle_2.12", "1.0.2")
 
+# Hadoop's S3A connector for the Hadoop that PySpark 3.5.1 ships (hadoop-client-api/runtime 3.3.4), with the AWS SDK
+# it was built against; both as they are, without their dependencies (Spark has the rest).
+_NO_DEPENDENCIES = ("*:*",)
+S3A_RUNTIME = MavenRuntime(
+    name="s3a-hadoop-3.3.4",
+    dependencies=(
+        MavenDependency(MavenArtifact("org.apache.hadoop", "hadoop-aws", "3.3.4"), exclusions=_NO_DEPENDENCIES),
+        MavenDependency(MavenArtifact("com.amazonaws", "aws-java-sdk-bundle", "1.12.262"), exclusions=_NO_DEPENDENCIES),
+    ),
+    purpose="Hadoop's S3A file system (s3a:// and s3:// tables) for PySpark 3.5.1",
+)
+
+# What Hudi 0.15.0's DynamoDBBasedLockProvider needs beside the Spark bundle (hudi-aws is not in the bundles): hudi-aws
+# and the lock client alone, and the AWS SDK v2 DynamoDB client with its dependencies except those Spark ships
+# (netty, Apache HttpClient, logging). hudi-aws 1.x is not on Maven Central, so Hudi 1.2 has no DynamoDB lock here.
+HUDI_AWS_0_15_RUNTIME = MavenRuntime(
+    name="hudi-aws-0.15.0",
+    dependencies=(
+        MavenDependency(MavenArtifact("org.apache.hudi", "hudi-aws", "0.15.0"), exclusions=_NO_DEPENDENCIES),
+        MavenDependency(MavenArtifact("com.amazonaws", "dynamodb-lock-client", "1.2.0"), exclusions=_NO_DEPENDENCIES),
+        MavenDependency(
+            MavenArtifact("software.amazon.awssdk", "dynamodb", "2.18.40"),
+            exclusions=("software.amazon.awssdk:netty-nio-client", "io.netty:*", "org.apache.httpcomponents:*",
+                        "commons-logging:*", "org.slf4j:*"),
+        ),
+    ),
+    purpose="Hudi 0.15.0's DynamoDBBasedLockProvider (hudi-aws, dynamodb-lock-client, AWS SDK v2 DynamoDB)",
+)
+
 HUDI_0_15 = HudiSetup(
     name="hudi-0.15",
     hudi_version="0.15.0",
@@ -75,6 +127,7 @@ HUDI_0_15 = HudiSetup(
     table_version=6,
     table_version_options=_frozen({}),
     notes="Writes table version 6, timeline layout 1 by default.",
+    s3_runtimes=(S3A_RUNTIME, HUDI_AWS_0_15_RUNTIME),
 )
 
 HUDI_1_2_V6 = HudiSetup(
@@ -95,6 +148,7 @@ HUDI_1_2_V6 = HudiSetup(
         "hoodie.table.ordering.fields instead of hoodie.table.precombine.field, hoodie.table.keygenerator.type "
         "instead of hoodie.table.keygenerator.class."
     ),
+    s3_runtimes=(S3A_RUNTIME,),
 )
 
 HUDI_1_2_V9 = HudiSetup(
@@ -109,6 +163,7 @@ HUDI_1_2_V9 = HudiSetup(
         "named <requested>_<completion>.<action> and written as Avro). hoodie.write.auto.upgrade stays at its "
         "default (true): a version-6 or version-8 table a writer of this setup touches is upgraded to 9."
     ),
+    s3_runtimes=(S3A_RUNTIME,),
 )
 
 HUDI_1_2_V8 = HudiSetup(
@@ -127,6 +182,7 @@ HUDI_1_2_V8 = HudiSetup(
         "Table version 8 (what Hudi 1.0.x writes), timeline layout 2, written by Hudi 1.2 told to create and keep "
         "that version."
     ),
+    s3_runtimes=(S3A_RUNTIME,),
 )
 
 HUDI_1_0_2 = HudiSetup(
@@ -142,6 +198,7 @@ HUDI_1_0_2 = HudiSetup(
         "compactions put into the metadata table's base HFiles. Built against Spark 3.5.3; runs on 3.5.1. Not in "
         "SETUPS: only tests/interop/test_metadata_table_v8.py runs it."
     ),
+    s3_runtimes=(S3A_RUNTIME,),
 )
 
 # Setups sharing a bundle (and a PySpark) run in one worker process: the table version is a per-write option.

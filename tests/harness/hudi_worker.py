@@ -8,7 +8,12 @@ for replies and fd 1 is pointed at stderr before the JVM starts, so the JVM inhe
 Requests are JSON objects ``{"id": <any>, "op": <name>, ...arguments}``; replies are
 ``{"id": <same>, "ok": true, "result": {...}}`` or ``{"id": <same>, "ok": false, "error": {"type", "message",
 "java_class", "java_message", "causes"}}``. Operations: ``ping``, ``write``, ``read``, ``sql``,
-``stream_start``, ``stream_status``, ``stream_stop``, ``stop``, ``read_stats``.
+``stream_start``, ``stream_status``, ``stream_stop``, ``stop``, ``read_stats``, and ``lock_try``, ``lock_acquire``,
+``lock_release``, which drive the lock provider class a writer's options name (Hudi's own Java classes, built as
+Hudi's ``LockManager`` builds them) in this JVM.
+
+Tables may live on any file system the JVM's Hadoop configuration reaches (``s3a://`` when the worker was started
+with Hadoop's S3A connector on ``spark.jars`` and its ``spark.hadoop.fs.s3a.*`` settings).
 """
 
 from __future__ import annotations
@@ -135,16 +140,38 @@ def _error_payload(exc: BaseException) -> dict[str, Any]:
     return payload
 
 
-def _completed_instants(base_path: str) -> list[str]:
-    """Completed instants of a local table, ``<time>.<action>``, for layout 1 and layout 2 (best effort)."""
-    path = base_path[len("file://") :] if base_path.startswith("file://") else base_path
-    hoodie = os.path.join(path, ".hoodie")
+def _is_local(base_path: str) -> bool:
+    return base_path.startswith("file:") or "://" not in base_path
+
+
+def _local_names(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _hadoop_names(spark: Any, folder: str) -> list[str]:
+    """The names in a folder of a Hadoop file system (``s3a://...``); none when it does not exist."""
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(folder)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+    if not fs.exists(path):
+        return []
+    return [str(status.getPath().getName()) for status in fs.listStatus(path)]
+
+
+def _completed_instants(base_path: str, spark: Any = None) -> list[str]:
+    """Completed instants of a table, ``<time>.<action>``, for layout 1 and layout 2 (best effort): a local table
+    is listed by Python, any other through the JVM's Hadoop file system (``spark`` given)."""
+    local = _is_local(base_path)
+    if not local and spark is None:
+        return []
+    path = base_path[len("file://") :] if base_path.startswith("file://") else base_path.rstrip("/")
+    hoodie = f"{path}/.hoodie"
     found: list[str] = []
-    for folder, pattern in ((hoodie, _TIMELINE_V1), (os.path.join(hoodie, "timeline"), _TIMELINE_V2)):
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
+    for folder, pattern in ((hoodie, _TIMELINE_V1), (f"{hoodie}/timeline", _TIMELINE_V2)):
+        names = _local_names(folder) if local else _hadoop_names(spark, folder)
         for name in names:
             m = pattern.match(name)
             if m is not None:
@@ -217,6 +244,21 @@ class _Stream:
         }
 
 
+class _HeldLock:
+    """A lock provider of Hudi's holding its lock across requests, and since when (monotonic seconds)."""
+
+    def __init__(self, provider: Any, since: float) -> None:
+        self.provider = provider
+        self.since = since
+
+
+def _close_quietly(provider: Any) -> None:
+    try:
+        provider.close()
+    except Exception:  # closing a provider that failed is best effort; the JVM logs it
+        traceback.print_exc()
+
+
 class Worker:
     """Owns the SparkSession and the streaming queries; one method per request op."""
 
@@ -224,6 +266,7 @@ class Worker:
         self.spark = spark
         self.jars = jars
         self.streams: dict[str, _Stream] = {}
+        self.locks: dict[str, _HeldLock] = {}
         self.running = True
         self.ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "ping": self.ping,
@@ -235,6 +278,9 @@ class Worker:
             "stream_stop": self.stream_stop,
             "stop": self.stop,
             "read_stats": self.read_stats,
+            "lock_try": self.lock_try,
+            "lock_acquire": self.lock_acquire,
+            "lock_release": self.lock_release,
         }
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -257,12 +303,15 @@ class Worker:
         source = str(_need(req, "source"))
         path = str(_need(req, "path"))
         mode = str(req.get("mode") or "append")
-        before = set(_completed_instants(path))
+        before = set(_completed_instants(path, self.spark))
         df = self.spark.read.parquet(source)
         rows = df.count()
+        started = time.monotonic()
         df.write.format("hudi").options(**_write_options(req)).mode(mode).save(path)
-        after = _completed_instants(path)
-        return {"rows": rows, "instants": [i for i in after if i not in before], "timeline": after}
+        seconds = time.monotonic() - started
+        after = _completed_instants(path, self.spark)
+        return {"rows": rows, "instants": [i for i in after if i not in before], "timeline": after,
+                "seconds": round(seconds, 3)}
 
     def read(self, req: dict[str, Any]) -> dict[str, Any]:
         """Snapshot, incremental or time-travel read; the rows go to a parquet folder the test names."""
@@ -351,7 +400,118 @@ class Worker:
         stream.query.stop()
         return stream.status()
 
+    # -- Hudi's lock providers ----------------------------------------------------------------------------------
+
+    def _lock_provider(self, props: dict[str, str]) -> Any:
+        """A new instance of the lock provider class ``props`` name, built as Hudi's ``LockManager`` builds one for
+        a writer with these options: a write config made of them (so Hudi infers and defaults the keys the writer
+        would get: the ZooKeeper lock key and retry keys, the DynamoDB partition key), its properties (plus, from
+        Hudi 1.x on, the lock holder's application id) as the ``LockConfiguration``, and this JVM's Hadoop
+        configuration as the storage configuration."""
+        jvm = self.spark._jvm
+        gateway = self.spark.sparkContext._gateway
+        base_path = props.get("hoodie.base.path")
+        if not base_path:
+            raise RequestError("lock props need hoodie.base.path (the table's base path, as a writer has it)")
+        properties = jvm.java.util.Properties()
+        for key, value in props.items():
+            properties.setProperty(key, value)
+        config = (jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder().withPath(base_path)
+                  .withProperties(properties).build())
+        lock_props = jvm.org.apache.hudi.common.config.TypedProperties()
+        lock_props.putAll(config.getProps())
+        if not (_hudi_version(self.jars) or "").startswith("0."):
+            lock_props.put(jvm.org.apache.hudi.common.config.LockConfiguration.LOCK_HOLDER_APP_ID_KEY,
+                           config.getApplicationId())
+        lock_conf = jvm.org.apache.hudi.common.config.LockConfiguration(lock_props)
+        storage_conf = jvm.org.apache.hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(
+            self.spark._jsc.hadoopConfiguration())
+        loader = lock_conf.getClass().getClassLoader()
+        types = gateway.new_array(jvm.java.lang.Class, 2)
+        types[0] = lock_conf.getClass()
+        types[1] = jvm.java.lang.Class.forName("org.apache.hudi.storage.StorageConfiguration", True, loader)
+        args = gateway.new_array(jvm.java.lang.Object, 2)
+        args[0] = lock_conf
+        args[1] = storage_conf
+        return jvm.org.apache.hudi.common.util.ReflectionUtils.loadClass(config.getLockProviderClass(), types, args)
+
+    def _try_lock(self, props: dict[str, str], timeout_ms: int) -> tuple[Any, dict[str, Any]]:
+        """Build a provider and call its ``tryLock(timeout_ms)``: the provider and ``{acquired, waited_s, reason,
+        built_s, started_at, returned_at}`` (``started_at``/``returned_at``: ``time.monotonic()`` around
+        ``tryLock``, comparable with the test process's on Linux, where the clock is system-wide). A
+        ``HoodieLockException`` from ``tryLock`` (the ZooKeeper provider's way of saying "not acquired in time")
+        counts as not acquired; its message is the reason."""
+        jvm = self.spark._jvm
+        building = time.monotonic()
+        provider = self._lock_provider(props)
+        started = time.monotonic()
+        reason = None
+        try:
+            acquired = bool(provider.tryLock(int(timeout_ms), jvm.java.util.concurrent.TimeUnit.MILLISECONDS))
+        except Exception as exc:
+            payload = _error_payload(exc)
+            if payload.get("java_class") != "org.apache.hudi.exception.HoodieLockException":
+                _close_quietly(provider)
+                raise
+            acquired, reason = False, " <- ".join(payload["causes"])[:2000]
+        returned = time.monotonic()
+        if not acquired:
+            _close_quietly(provider)
+        return provider, {"acquired": acquired, "waited_s": round(returned - started, 3), "reason": reason,
+                          "built_s": round(started - building, 3), "started_at": started, "returned_at": returned}
+
+    def lock_try(self, req: dict[str, Any]) -> dict[str, Any]:
+        """One ``tryLock(timeout_ms)`` of a new provider (the reply of ``_try_lock``). Acquired, the lock is
+        given back at once (``unlock`` then ``close``, as ``LockManager.unlock`` does) unless ``hold`` is true,
+        when it is kept under ``name`` for ``lock_release``."""
+        props = _str_options(_need(req, "props"))
+        name = str(req.get("name") or "default")
+        hold = bool(req.get("hold"))
+        if hold and name in self.locks:
+            raise RequestError(f"lock {name!r} is already held in this worker")
+        provider, result = self._try_lock(props, int(_need(req, "timeout_ms")))
+        if result["acquired"]:
+            if hold:
+                self.locks[name] = _HeldLock(provider, time.monotonic())
+            else:
+                provider.unlock()
+                provider.close()
+        return result
+
+    def lock_acquire(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Take the lock and hold it under ``name`` across requests (``tryLock(timeout_ms)``, default 60 s; an error
+        when it stays held elsewhere)."""
+        props = _str_options(_need(req, "props"))
+        name = str(req.get("name") or "default")
+        if name in self.locks:
+            raise RequestError(f"lock {name!r} is already held in this worker")
+        timeout_ms = int(req.get("timeout_ms") or 60000)
+        provider, result = self._try_lock(props, timeout_ms)
+        if not result["acquired"]:
+            raise RequestError(f"lock not acquired within {timeout_ms} ms: "
+                               f"{result['reason'] or 'tryLock returned false'}")
+        self.locks[name] = _HeldLock(provider, time.monotonic())
+        return {**result, "lock": str(provider.getLock())}
+
+    def lock_release(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Give back the lock held under ``name`` (``unlock`` then ``close``): ``{held_s, started_at,
+        unlocked_at}`` (monotonic times around ``unlock``)."""
+        name = str(req.get("name") or "default")
+        held = self.locks.pop(name, None)
+        if held is None:
+            raise RequestError(f"no lock {name!r} is held; held: {', '.join(sorted(self.locks)) or 'none'}")
+        started = time.monotonic()
+        try:
+            held.provider.unlock()
+        finally:
+            unlocked = time.monotonic()
+            held.provider.close()
+        return {"held_s": round(started - held.since, 3), "started_at": started, "unlocked_at": unlocked}
+
     def stop(self, req: dict[str, Any]) -> dict[str, Any]:
+        for held in self.locks.values():
+            _close_quietly(held.provider)
+        self.locks.clear()
         stopped = []
         for name, stream in self.streams.items():
             if stream.query.isActive:

@@ -16,12 +16,15 @@ is missing skips its tests, or fails them under ``CLUSTERD_REQUIRE_HUDI=1`` (see
 
 Tables are shared the same way where that is sound: ``events_table`` gives each test a copy of the three-insert
 table its setup's worker writes once per session (the plan and update-strategy tests start from it).
+
+Tests marked ``hudi_s3`` run Hudi on the S3 test server through ``s3_hudi`` (``tests/harness/hudi_s3.py``): a worker
+of their own profile, so they run after the other tests of their bundle (one more worker start per bundle).
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +33,14 @@ import pytest
 from tests.builders import EVENTS_SCHEMA, event_rows
 from tests.harness.apache_hudi import HudiWorker, HudiWorkers, events_writer_options
 from tests.harness.daemon_harness import assert_default_metadata_table, assert_layout
+from tests.harness.hudi_s3 import s3_worker
 from tests.harness.hudi_versions import HUDI_0_15, SETUPS, HudiSetup
 
 EventsTable = tuple[Path, list[list[dict[str, Any]]]]
 EVENTS_BATCHES = 3
 
 V8_MARKER = "hudi_v8"
+S3_MARKER = "hudi_s3"
 
 # Every interop test's setups; a test marked hudi_v8 runs for every setup. The version-8 setup comes last in
 # SETUPS, so the setups common to both lists keep their place (pytest groups tests by the setup's value anyway).
@@ -46,6 +51,9 @@ V8_SETUPS: tuple[HudiSetup, ...] = SETUPS
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{V8_MARKER}: also run for Hudi 1.2 writing table version 8 (tests/interop/conftest.py)"
+    )
+    config.addinivalue_line(
+        "markers", f"{S3_MARKER}: runs Hudi on the S3 test server (its own worker, after its bundle's other tests)"
     )
 
 
@@ -68,11 +76,13 @@ def _runs_hudi_0_15(item: pytest.Item) -> bool:
 @pytest.hookimpl(trylast=True)  # after pytest grouped the tests by their session-scoped setup
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The interop tests of Hudi 0.15's bundle first, then the others (Hudi 1.2's, whichever way they name their
-    setup: ``hudi_setup``, a module's own parameter, or a fixed setup), each group in pytest's order: at most one
-    worker runs at a time, so each bundle's worker starts once instead of at every switch (five starts before)."""
+    setup: ``hudi_setup``, a module's own parameter, or a fixed setup), each group in pytest's order, its tests on
+    S3 (marked ``hudi_s3``) last: at most one worker runs at a time, so each bundle's worker (and its worker on S3)
+    starts once instead of at every switch (five starts before)."""
     here = Path(__file__).parent
     slots = [i for i, item in enumerate(items) if here in item.path.parents]
-    ordered = sorted((items[i] for i in slots), key=lambda item: not _runs_hudi_0_15(item))
+    ordered = sorted((items[i] for i in slots),
+                     key=lambda item: (not _runs_hudi_0_15(item), item.get_closest_marker(S3_MARKER) is not None))
     for i, item in zip(slots, ordered, strict=True):
         items[i] = item
 
@@ -98,6 +108,13 @@ def hudi_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HudiWorke
 def apache_hudi(hudi_setup: HudiSetup, hudi_workers: HudiWorkers) -> HudiWorker:
     """A running Hudi worker for ``hudi_setup``: its bundle's worker, seen as a worker of this setup."""
     return hudi_workers.for_setup(hudi_setup)
+
+
+@pytest.fixture(scope="session")
+def s3_hudi(hudi_workers: HudiWorkers, s3_server: Any) -> Callable[[HudiSetup], HudiWorker]:
+    """Factory: the running worker of a setup whose writers reach the S3 test server (``s3a://hudi/...``) and take
+    the DynamoDB and ZooKeeper locks (``tests/harness/hudi_s3.py``); one per bundle, shared by the session."""
+    return lambda setup: s3_worker(hudi_workers, setup, s3_server)
 
 
 @pytest.fixture(scope="session")

@@ -38,14 +38,17 @@ from tests.harness.daemon_harness import (
     instant_files,
     instant_names,
 )
+from tests.harness.hudi_s3 import require_s3_profile
 from tests.harness.hudi_versions import (
     HUDI_0_15,
     HUDI_1_2_V9,
+    HUDI_AWS_0_15_RUNTIME,
     SETUPS,
     HudiSetup,
     shared_table_writer_options,
     table_service_options,
 )
+from tests.harness.servers import S3Server
 
 hudi = pytest.mark.hudi
 # The harness's own tests against Hudi are in the long run only (-m slow): the interop scenarios drive the same
@@ -329,3 +332,40 @@ def test_setup_copy_jar_without_mvn_names_mvn(empty_cache: Path, monkeypatch: py
     monkeypatch.setenv("PATH", str(empty_cache))
     with pytest.raises(setup_mod.SetupError, match=r"mvn not found on PATH.*hudi-spark3\.5-bundle_2\.12:0\.15\.0"):
         setup_mod.copy_jar(HUDI_0_15.bundle, empty_cache)
+
+
+def test_require_s3_profile_missing_runtimes_skips_naming_them(empty_cache: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(REQUIRE_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        require_s3_profile(HUDI_0_15, S3Server(endpoint="http://127.0.0.1:9"))
+    message = str(skipped.value)
+    for coordinates in ("org.apache.hadoop:hadoop-aws:3.3.4", "com.amazonaws:aws-java-sdk-bundle:1.12.262",
+                        "org.apache.hudi:hudi-aws:0.15.0", "com.amazonaws:dynamodb-lock-client:1.2.0",
+                        "software.amazon.awssdk:dynamodb:2.18.40"):
+        assert coordinates in message
+    assert setup_mod.SETUP_COMMAND in message
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        require_s3_profile(HUDI_1_2_V9, S3Server(endpoint="http://127.0.0.1:9"))
+    assert "hadoop-aws:3.3.4" in str(skipped.value) and "hudi-aws" not in str(skipped.value)
+
+
+def test_require_s3_profile_missing_runtimes_fails_when_required(empty_cache: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(REQUIRE_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match=r"hudi-aws:0\.15\.0"):
+        require_s3_profile(HUDI_0_15, S3Server(endpoint="http://127.0.0.1:9"))
+
+
+def test_setup_check_reports_missing_s3_runtimes(empty_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert setup_mod.main(["--check", "--setup", HUDI_0_15.name]) == 1
+    out = capsys.readouterr().out
+    assert "MISSING Hadoop's S3A file system" in out and "org.apache.hadoop:hadoop-aws:3.3.4" in out
+    assert "MISSING Hudi 0.15.0's DynamoDBBasedLockProvider" in out and "org.apache.hudi:hudi-aws:0.15.0" in out
+    assert not empty_cache.exists()
+
+
+def test_setup_resolve_runtime_without_mvn_names_mvn(empty_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(empty_cache))
+    with pytest.raises(setup_mod.SetupError, match=r"mvn not found on PATH.*hudi-aws:0\.15\.0"):
+        setup_mod.resolve_runtime(HUDI_AWS_0_15_RUNTIME, empty_cache)
