@@ -9,7 +9,7 @@ from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError
 from hudi_clusterd.formats.java_properties import parse_properties
 from hudi_clusterd.lock import lock_provider_from_properties
-from hudi_clusterd.storage import open_storage
+from hudi_clusterd.storage import open_storage, table_storage_spec
 from hudi_clusterd.table.hoodie_table import HoodieTable
 
 
@@ -37,6 +37,7 @@ def load_policy(path: str | None) -> ClusteringPolicy:
 
 def open_table(base_path: str, props_path: str | None) -> HoodieTable:
     """The table, locked the way its writers lock it (the ``hoodie.write.lock.*`` keys of the properties file)."""
-    storage = open_storage(base_path)
-    lock = lock_provider_from_properties(load_properties(props_path), storage)
+    props = load_properties(props_path)
+    storage = open_storage(table_storage_spec(base_path, props))
+    lock = lock_provider_from_properties(props, storage)
     return HoodieTable.open(base_path, storage, lock_provider=lock)

@@ -47,7 +47,7 @@ from hudi_clusterd.runtime.poll import TimelinePoll
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.watcher import TimelineWatcher
 from hudi_clusterd.settings import Settings, TableSpec
-from hudi_clusterd.storage import Storage, open_storage
+from hudi_clusterd.storage import Storage, open_storage, table_storage_spec
 from hudi_clusterd.table.hoodie_table import HoodieTable, timeline_folder
 
 log = structlog.get_logger(__name__)
@@ -192,7 +192,7 @@ class TableWorker:
         """The table, kept between ticks; opened again when its base path or lock settings change."""
         key = self.table_key(settings, spec)
         if self.table is None or self._table_key != key:
-            storage = open_storage(spec.base_path)
+            storage = open_storage(table_storage_spec(spec.base_path, dict(spec.lock_properties)))
             self.table = HoodieTable.open(spec.base_path, storage, lock_provider=self.daemon.lock_provider(
                 settings, spec, storage))
             self._table_key = key

@@ -11,7 +11,7 @@ from hudi_clusterd.storage.base import (
     is_stale_temp_file,
     is_temp_file,
 )
-from hudi_clusterd.storage.factory import open_storage
+from hudi_clusterd.storage.factory import open_storage, table_storage_spec
 from hudi_clusterd.storage.local import LocalStorage
 from hudi_clusterd.storage.memory import MemoryStorage, MemoryVolumes
 from hudi_clusterd.storage.object import ObjectStorage
@@ -36,4 +36,5 @@ __all__ = [
     "is_temp_file",
     "object_store_options",
     "open_storage",
+    "table_storage_spec",
 ]

@@ -189,3 +189,17 @@ def test_versions_and_capabilities_by_store() -> None:
 def test_endpoints_in_messages_carry_no_credentials() -> None:
     assert safe_endpoint("http://user:pass@host:9000/x") == "http://host:9000/x"
     assert safe_endpoint("https://s3.eu-west-1.amazonaws.com") == "https://s3.eu-west-1.amazonaws.com"
+
+
+def test_a_tables_storage_spec_carries_the_writers_aws_credentials_on_s3_only() -> None:
+    from hudi_clusterd.storage import table_storage_spec
+
+    props = {"hoodie.aws.access.key": "AKIAEXAMPLE", "hoodie.aws.secret.key": "s3cr3t-value",
+             "hoodie.write.lock.provider": "x"}
+    spec = table_storage_spec("s3a://bucket/events", props)
+    assert spec.uri == "s3a://bucket/events"
+    assert spec.options == {"access_key_id": "AKIAEXAMPLE", "secret_access_key": "s3cr3t-value"}
+    assert "s3cr3t-value" not in repr(spec)
+    assert table_storage_spec("s3://bucket/events", {}).options == {}  # the environment, as the SDKs read it
+    for elsewhere in ("/lake/events", "gs://bucket/events", "hdfs://nn/events"):
+        assert table_storage_spec(elsewhere, props).options == {}
