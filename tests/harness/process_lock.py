@@ -12,6 +12,7 @@ import uuid
 from types import TracebackType
 
 from hudi_clusterd.errors import LockError
+from hudi_clusterd.lock.usage import LockStats
 
 
 class ProcessLease:
@@ -42,6 +43,7 @@ class ProcessLock:
 
     def __init__(self, timeout_s: float = 30.0) -> None:
         self.mutex = threading.Lock()
+        self.stats = LockStats()
         self._timeout_s = timeout_s
 
     @property

@@ -13,9 +13,10 @@ from hudi_clusterd.lock.registry import (
     lock_provider_from_properties,
     lock_reference,
 )
-from hudi_clusterd.lock.storage_lock import LockStats, StorageLease, StorageLockProvider
+from hudi_clusterd.lock.storage_lock import StorageLease, StorageLockProvider
 from hudi_clusterd.lock.storage_lock_format import LOCKS_FOLDER, STORAGE_PROVIDER, LockData, storage_lock_times
-from hudi_clusterd.lock.zookeeper import ZooKeeperLease, ZooKeeperLockProvider, ZooKeeperStats
+from hudi_clusterd.lock.usage import LockStats, LockUsage
+from hudi_clusterd.lock.zookeeper import ZooKeeperLease, ZooKeeperLockProvider
 
 __all__ = [
     "AUX_LOCK_FILE",
@@ -32,11 +33,11 @@ __all__ = [
     "LockOptions",
     "LockProvider",
     "LockStats",
+    "LockUsage",
     "StorageLease",
     "StorageLockProvider",
     "ZooKeeperLease",
     "ZooKeeperLockProvider",
-    "ZooKeeperStats",
     "lock_problems",
     "lock_properties",
     "lock_provider_from_properties",

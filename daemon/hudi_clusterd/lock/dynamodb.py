@@ -36,9 +36,10 @@ import structlog
 
 from hudi_clusterd.errors import ConfigError, LockError
 from hudi_clusterd.lock.dynamodb_config import DynamoDBLockConfig, dynamodb_lock_config, partition_key
-from hudi_clusterd.lock.dynamodb_lease import GIVE_BACK_MAX_S, Backoff, DynamoDBLease, LockStats, boot_clock
+from hudi_clusterd.lock.dynamodb_lease import GIVE_BACK_MAX_S, Backoff, DynamoDBLease
 from hudi_clusterd.lock.dynamodb_table import ConditionFailed, LockItem, LockTable, Unreachable, make_client
-from hudi_clusterd.lock.provider import LocalMutexes
+from hudi_clusterd.lock.provider import LocalMutexes, lease_clock
+from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.storage import Storage
 
 log = structlog.get_logger(__name__)
@@ -70,7 +71,7 @@ class DynamoDBLockProvider:
 
     def __init__(self, config: DynamoDBLockConfig, storage: Storage | None = None, *,
                  timeout_s: float = DEFAULT_TIMEOUT_S, mutexes: LocalMutexes | None = None,
-                 clock: Callable[[], float] = boot_clock, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = lease_clock, sleep: Callable[[float], None] = time.sleep,
                  poll_s: float = POLL_S, heartbeat_interval_s: float | None = None,
                  safety_margin_s: float | None = None, client: Any | None = None) -> None:
         self.config = config
@@ -141,7 +142,7 @@ class DynamoDBLockProvider:
 
     def _wait_to_retry(self, backoff: Backoff, deadline: float, doing: str, error: Unreachable) -> None:
         """Count the failure and sleep before the next try; ``LockError`` when that would pass ``deadline``."""
-        self.stats.retried()
+        self.stats.add_connection_retry()
         delay = backoff.next()
         if self.clock() + delay > deadline:
             raise LockError(f"{self.table.where}: timed out {doing}: DynamoDB did not answer ({backoff.attempts} "
@@ -195,7 +196,7 @@ class DynamoDBLockProvider:
                         sent[rvn] = self.clock()
                         self.table.put(key, owner, rvn, self.config.lease_ms, over=item)
                         if item is not None and not item.released:
-                            self.stats.took_over()
+                            self.stats.add_takeover()
                             log.warning("took over a DynamoDB table lock whose holder stopped renewing it",
                                         lock=key, lock_table=self.config.table, previous_owner=item.owner,
                                         lease_ms=item.lease_ms)
@@ -244,7 +245,7 @@ class DynamoDBLockProvider:
             except ConditionFailed:
                 continue
             except Unreachable as e:
-                self.stats.retried()
+                self.stats.add_connection_retry()
                 delay = backoff.next()
                 if self.clock() + delay > until:
                     log.warning("could not give back a DynamoDB lock item written while acquiring: unreachable; "
@@ -297,5 +298,5 @@ def build_implicit_dynamodb(props: Mapping[str, str], storage: Storage, *, timeo
     return _build(props, storage, timeout_s, mutexes, implicit=True)
 
 
-__all__ = ["DynamoDBLease", "DynamoDBLockProvider", "LockStats", "boot_clock", "build_dynamodb",
+__all__ = ["DynamoDBLease", "DynamoDBLockProvider", "build_dynamodb",
            "build_implicit_dynamodb", "dynamodb_problems", "implicit_dynamodb_problems"]

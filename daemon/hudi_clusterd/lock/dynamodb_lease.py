@@ -1,7 +1,7 @@
 """A holding of the DynamoDB lock (:class:`DynamoDBLease`), with what the provider and its leases share: the
 clock, the back-off and the counters.
 
-A lease counts from before its last successful write was sent, on :func:`boot_clock`. :meth:`DynamoDBLease.verify`
+A lease counts from before its last successful write was sent, on `lease_clock`. :meth:`DynamoDBLease.verify`
 fails once that is older than the lease less a safety margin, once a heartbeat found the item taken or deleted, or
 when a consistent read shows the item is no longer ours; after that the lease is lost for good and its heartbeat
 stops. The heartbeat (a new ``recordVersionNumber`` every third of the lease) never renews a lease whose time ran
@@ -12,7 +12,6 @@ landed. Release deletes the item only if it is still ours.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -32,34 +31,6 @@ BACKOFF_MAX_S = 2.0
 GIVE_BACK_MAX_S = 10.0
 
 
-def boot_clock() -> float:
-    """Seconds on a clock that never goes back and keeps running while the process is stopped or the machine
-    sleeps (``CLOCK_BOOTTIME`` where there is one, else the monotonic clock)."""
-    boottime: int | None = getattr(time, "CLOCK_BOOTTIME", None)
-    return time.clock_gettime(boottime) if boottime is not None else time.monotonic()
-
-
-class LockStats:
-    """What one provider counted (thread-safe): requests retried after a lost connection or throttling, locks
-    taken over from a dead holder, leases lost while held."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self.connection_retries = 0
-        self.takeovers = 0
-        self.leases_lost = 0
-
-    def retried(self) -> None:
-        with self._guard:
-            self.connection_retries += 1
-
-    def took_over(self) -> None:
-        with self._guard:
-            self.takeovers += 1
-
-    def lost(self) -> None:
-        with self._guard:
-            self.leases_lost += 1
 
 
 class Backoff:
@@ -175,7 +146,7 @@ class DynamoDBLease:
                 continue
             if self._lost is not None or self._released:
                 return
-            p.stats.retried()
+            p.stats.add_connection_retry()
             delay = backoff.next()
             log.warning("DynamoDB table lock heartbeat failed; retrying", lock=self.key,
                         endpoint=p.table.endpoint, error=self._last_error, retry_in_s=delay)
@@ -226,7 +197,7 @@ class DynamoDBLease:
                 return p.table.get(self.key)
             except Unreachable as e:
                 self._last_error = str(e)
-                p.stats.retried()
+                p.stats.add_connection_retry()
                 if attempt < 2:
                     p.sleep(backoff.next())
             except LockError as e:
@@ -237,7 +208,7 @@ class DynamoDBLease:
         """Mark the lease lost for good (the first reason stays) and return the error to raise."""
         if self._lost is None:
             self._lost = reason
-            self.provider.stats.lost()
+            self.provider.stats.add_lease_lost()
             log.error("DynamoDB table lock lost while held", lock=self.key, lock_table=self.provider.config.table,
                       reason=reason)
         return LockError(f"{self.provider.table.where}: the table lock {self.key!r} was lost while held "
@@ -281,7 +252,7 @@ class DynamoDBLease:
                 return
             except Unreachable as e:
                 self._last_error = str(e)
-                p.stats.retried()
+                p.stats.add_connection_retry()
                 delay = backoff.next()
                 if p.clock() + delay > until:
                     log.warning("could not release the DynamoDB table lock: unreachable; others take it over once "
@@ -300,4 +271,4 @@ class DynamoDBLease:
         self.release()
 
 
-__all__ = ["BACKOFF_FIRST_S", "GIVE_BACK_MAX_S", "Backoff", "DynamoDBLease", "LockStats", "boot_clock"]
+__all__ = ["BACKOFF_FIRST_S", "GIVE_BACK_MAX_S", "Backoff", "DynamoDBLease"]

@@ -47,6 +47,7 @@ import structlog
 from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import LockError, StorageError
 from hudi_clusterd.lock.provider import LocalMutexes
+from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.storage import Storage, open_storage
 
 log = structlog.get_logger(__name__)
@@ -150,6 +151,7 @@ class FileSystemLockProvider:
         self.files = lock_files(storage, self.options)
         self.storage = storage
         self.clock = clock
+        self.stats = LockStats()
         self._mutex = (mutexes or LocalMutexes()).for_key(self.files[0].full_path)
 
     def check_supported(self) -> None:
@@ -229,6 +231,7 @@ class FileSystemLockProvider:
             f.storage.rename(f.rel, grave)
         except StorageError:
             return  # another contender moved it first
+        self.stats.add_takeover()
         log.warning("took over a dead table lock", lock=f.full_path, age_s=round(age, 3),
                     holder=HOLDER if ours else "an Apache Hudi writer")
         f.storage.delete(grave, missing_ok=True)

@@ -13,10 +13,14 @@ every provider of one table built from it shares the table's mutex.
 from __future__ import annotations
 
 import threading
+import time
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["Lease", "LocalMutexes", "LockProvider"]
+if TYPE_CHECKING:
+    from hudi_clusterd.lock.usage import LockStats
+
+__all__ = ["Lease", "LocalMutexes", "LockProvider", "lease_clock"]
 
 
 class Lease(Protocol):
@@ -45,6 +49,11 @@ class LockProvider(Protocol):
     """Takes one table's lock, excluding every other writer of the table (other processes, hosts and handles)."""
 
     @property
+    def stats(self) -> LockStats:
+        """What this provider counted: connection retries, take-overs of a dead holder's lock, leases lost."""
+        ...
+
+    @property
     def timeout_s(self) -> float:
         """How long :meth:`acquire` waits by default."""
         ...
@@ -64,3 +73,11 @@ class LocalMutexes:
     def for_key(self, key: str) -> threading.Lock:
         with self._guard:
             return self._mutexes.setdefault(key, threading.Lock())
+
+
+def lease_clock() -> float:
+    """Seconds on a clock that never goes back and keeps running while the process is stopped or the host sleeps
+    (Linux's ``CLOCK_BOOTTIME``, else the monotonic clock): what a lease's age is measured on, so that a holder
+    paused past its lease finds it over when it resumes."""
+    boottime: int | None = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.clock_gettime(boottime) if boottime is not None else time.monotonic()

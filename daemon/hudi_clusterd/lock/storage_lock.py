@@ -40,7 +40,7 @@ from types import TracebackType
 import structlog
 
 from hudi_clusterd.errors import LockError, PreconditionFailed, StorageError
-from hudi_clusterd.lock.provider import LocalMutexes
+from hudi_clusterd.lock.provider import LocalMutexes, lease_clock
 from hudi_clusterd.lock.storage_lock_format import (
     CLOCK_DRIFT_S,
     DEFAULT_RENEW_S,
@@ -48,47 +48,24 @@ from hudi_clusterd.lock.storage_lock_format import (
     LOCK_FILE,
     LockData,
 )
+from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.storage import FileInfo, PutMode, Storage
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["DEFAULT_TIMEOUT_S", "LockStats", "StorageLease", "StorageLockProvider", "elapsed_clock"]
+__all__ = ["DEFAULT_TIMEOUT_S", "StorageLease", "StorageLockProvider"]
 
 DEFAULT_TIMEOUT_S = 60.0
 RETRY_INTERVAL_S = 1.0
 """Between two attempts to take a held lock (Hudi's ``tryLock(time)``)."""
 RELEASE_RETRY_DELAYS_S = (1.0, 2.0, 4.0)
 """Waits before the release is tried again when the storage cannot be reached (Hudi's, for a throttled release)."""
-_BOOTTIME = hasattr(time, "CLOCK_BOOTTIME")
-
-
-def elapsed_clock() -> float:
-    """Seconds on a clock that never goes back and counts while the process is stopped or the host sleeps (Linux's
-    ``CLOCK_BOOTTIME``; the monotonic clock elsewhere)."""
-    return time.clock_gettime(time.CLOCK_BOOTTIME) if _BOOTTIME else time.monotonic()
 
 
 def _iso(epoch_ms: int) -> str:
     return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
-class LockStats:
-    """Counters of one provider, thread-safe. ``connection_retries``: storage calls of acquisitions, renewals and
-    releases that failed for another reason than a lost condition (the storage could not be reached) and were
-    tried again."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._connection_retries = 0
-
-    @property
-    def connection_retries(self) -> int:
-        with self._guard:
-            return self._connection_retries
-
-    def count_connection_retry(self) -> None:
-        with self._guard:
-            self._connection_retries += 1
 
 
 class StorageLockProvider:
@@ -101,7 +78,7 @@ class StorageLockProvider:
 
     def __init__(self, storage: Storage, *, validity_s: float = DEFAULT_VALIDITY_S,
                  renew_interval_s: float = DEFAULT_RENEW_S, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 clock: Callable[[], float] = time.time, elapsed: Callable[[], float] = elapsed_clock,
+                 clock: Callable[[], float] = time.time, elapsed: Callable[[], float] = lease_clock,
                  retry_interval_s: float = RETRY_INTERVAL_S,
                  release_retry_delays_s: tuple[float, ...] = RELEASE_RETRY_DELAYS_S,
                  mutexes: LocalMutexes | None = None) -> None:
@@ -197,7 +174,7 @@ class StorageLockProvider:
         try:
             found = self.read()
         except StorageError as e:
-            self.stats.count_connection_retry()
+            self.stats.add_connection_retry()
             log.warning("table lock could not be read; tried again", lock=self.full_path, error=str(e))
             return f"the lock file could not be read: {e}"
         now_ms = self.now_ms()
@@ -215,7 +192,7 @@ class StorageLockProvider:
         except PreconditionFailed:
             return "another writer took it first"
         except StorageError as e:
-            self.stats.count_connection_retry()
+            self.stats.add_connection_retry()
             log.warning("table lock could not be written; tried again", lock=self.full_path, error=str(e))
             return f"the lock file could not be written: {e}"
         return StorageLease(self, owner, data, self.version_of(written), started)
@@ -288,7 +265,7 @@ class StorageLease:
                 self._lose("another writer changed or removed the lock file")
                 return False
             except StorageError as e:
-                p.stats.count_connection_retry()
+                p.stats.add_connection_retry()
                 log.warning("table lock renewal failed; tried again at the next one", lock=p.full_path, error=str(e))
                 return False
             self._data, self._version, self._sent_at = data, p.version_of(written), started
@@ -370,7 +347,7 @@ class StorageLease:
                             lock=p.full_path, owner=self.owner)
                 return
             except StorageError as e:
-                p.stats.count_connection_retry()
+                p.stats.add_connection_retry()
                 error = e
         log.error("table lock could not be released; other writers wait until it runs out", lock=p.full_path,
                   valid_until=_iso(self._data.valid_until_ms), error=str(error))

@@ -7,7 +7,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-__all__ = ["LockUsage", "LockUsageTotals"]
+__all__ = ["LockStats", "LockUsage", "LockUsageTotals"]
 
 _RECENT = 1024
 """Holdings kept for `LockUsage.drain` between two readers (older ones are dropped from it, never from the
@@ -49,3 +49,41 @@ class LockUsage:
             out = list(self._recent)
             self._recent.clear()
             return out
+
+
+class LockStats:
+    """What one lock provider counted, thread-safe: requests to its lock service retried after a lost connection
+    or throttling, locks taken over from a dead holder, and leases lost while held."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._connection_retries = 0
+        self._takeovers = 0
+        self._leases_lost = 0
+
+    def add_connection_retry(self) -> None:
+        with self._guard:
+            self._connection_retries += 1
+
+    def add_takeover(self) -> None:
+        with self._guard:
+            self._takeovers += 1
+
+    def add_lease_lost(self) -> None:
+        with self._guard:
+            self._leases_lost += 1
+
+    @property
+    def connection_retries(self) -> int:
+        with self._guard:
+            return self._connection_retries
+
+    @property
+    def takeovers(self) -> int:
+        with self._guard:
+            return self._takeovers
+
+    @property
+    def leases_lost(self) -> int:
+        with self._guard:
+            return self._leases_lost

@@ -36,6 +36,7 @@ from kazoo.retry import KazooRetry
 from hudi_clusterd.errors import LockError, MetadataDecodeError, StorageError
 from hudi_clusterd.formats.java_properties import parse_properties
 from hudi_clusterd.lock.provider import LocalMutexes
+from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.lock.zookeeper_options import TABLE_NAME_KEY, ZooKeeperOptions, path_problem
 from hudi_clusterd.storage import Storage
 
@@ -58,32 +59,6 @@ def curator_order(children: Iterable[str]) -> list[str]:
     return sorted(children, key=curator_sort_key)
 
 
-class ZooKeeperStats:
-    """Counters of one provider, safe to read from any thread: ``connection_retries`` (times a kazoo client tried
-    to connect again after a failed or lost connection) and ``leases_lost`` (leases lost while held)."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._connection_retries = 0
-        self._leases_lost = 0
-
-    @property
-    def connection_retries(self) -> int:
-        with self._guard:
-            return self._connection_retries
-
-    @property
-    def leases_lost(self) -> int:
-        with self._guard:
-            return self._leases_lost
-
-    def add_connection_retry(self) -> None:
-        with self._guard:
-            self._connection_retries += 1
-
-    def add_lease_lost(self) -> None:
-        with self._guard:
-            self._leases_lost += 1
 
 
 class _CountingRetry:
@@ -92,7 +67,7 @@ class _CountingRetry:
     kazoo's connection loop copies its policy once per start and calls it with one full pass over the hosts;
     every further pass is a retry after a failed or dropped connection."""
 
-    def __init__(self, inner: Any, stats: ZooKeeperStats) -> None:
+    def __init__(self, inner: Any, stats: LockStats) -> None:
         self._inner = inner
         self._stats = stats
 
@@ -127,7 +102,7 @@ class ZooKeeperLockProvider:
                  mutexes: LocalMutexes | None = None) -> None:
         self.options = options
         self.storage = storage
-        self.stats = ZooKeeperStats()
+        self.stats = LockStats()
         self._lock_key = options.lock_key
         self._mutex = (mutexes or LocalMutexes()).for_key(f"zookeeper://{options.connect}|{options.base_path}|"
                                                           f"{options.lock_key or self._table_uri()}")
@@ -379,5 +354,5 @@ def _text(data: bytes | None) -> str:
     return (data or b"").decode("utf-8", "replace")[:80] or "no data"
 
 
-__all__ = ["LOCK_NAME", "ZooKeeperLease", "ZooKeeperLockProvider", "ZooKeeperStats", "curator_order",
+__all__ = ["LOCK_NAME", "ZooKeeperLease", "ZooKeeperLockProvider", "curator_order",
            "curator_sort_key"]

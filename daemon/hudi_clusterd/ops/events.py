@@ -8,7 +8,7 @@ observers of the same events.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
@@ -78,6 +78,11 @@ class PlanFinished:
     message: str = ""
     layout_before: float | None = None
     layout_after: float | None = None
+    requests: dict[str, int] = field(default_factory=dict)
+    """Requests the daemon's process made to the table's object store meanwhile, by kind (none off object
+    stores)."""
+    lock_held_s: float = 0.0
+    """How long the table lock was held meanwhile, over every holding."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +115,21 @@ class LayoutMeasured:
     ratio: float
 
 
+@dataclass(frozen=True, slots=True)
+class TableUsage:
+    """What one tick of a table cost, since the previous report: requests to its object store by kind, how long
+    each holding of its lock lasted, and what its lock provider counted."""
+
+    table: str
+    requests: dict[str, int]
+    lock_holds: tuple[float, ...]
+    lock_connection_retries: int
+    lock_takeovers: int
+    leases_lost: int
+
+
 Event = (PlanScheduled | PlanStarted | GroupStarted | GroupFinished | PlanFinished | TableObserved | TableBusy
-         | LayoutMeasured)
+         | LayoutMeasured | TableUsage)
 
 
 class Observer(Protocol):

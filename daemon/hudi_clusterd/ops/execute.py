@@ -42,6 +42,7 @@ from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.recovery import recover
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage.requests import difference
 from hudi_clusterd.table.hoodie_table import HoodieTable
 
 log = structlog.get_logger(__name__)
@@ -126,12 +127,17 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
     cancel = cancel or threading.Event()
     observer = executor.observer
     started = time.monotonic()
+    counts = table.storage.requests
+    requests_before = counts.snapshot() if counts is not None else {}
+    lock_before = table.lock_usage.totals()
 
     def finished(result: ExecutionResult) -> ExecutionResult:
+        requests = difference(counts.snapshot(), requests_before) if counts is not None else {}
         observer.notify(PlanFinished(table.name, instant, result.outcome, round(result.duration_s, 3),
                                      result.files_replaced, result.bytes_replaced, result.files_written,
                                      result.bytes_written, result.message, result.layout_before,
-                                     result.layout_after))
+                                     result.layout_after, requests,
+                                     round(table.lock_usage.totals().since(lock_before).held_s, 3)))
         return result
 
     written: list[WriteStat] = []

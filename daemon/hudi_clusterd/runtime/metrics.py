@@ -27,6 +27,7 @@ from hudi_clusterd.ops.events import (
     PlanScheduled,
     TableBusy,
     TableObserved,
+    TableUsage,
 )
 from hudi_clusterd.runtime.reload import ReloadOutcome
 
@@ -39,6 +40,9 @@ RELOAD_OUTCOMES: Final[tuple[ReloadOutcome, ...]] = get_args(ReloadOutcome)
 PREFIX: Final = "hudi_clusterd"
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 9464
+
+# A commit holds the table lock for well under a second; a slow lock service or store shows as seconds.
+LOCK_HOLD_BUCKETS: Final[tuple[float, ...]] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 # Clustering runs from seconds (a tiny table) to hours (a large backlog).
 DURATION_BUCKETS: Final[tuple[float, ...]] = (
@@ -123,6 +127,33 @@ class Metrics:
             t,
             "Unix time of the last clustering that completed.",
         )
+        self.storage_requests = _counter(
+            reg,
+            "storage_requests_total",
+            ("table", "kind"),
+            "Requests the daemon's process made to the table's object store, by kind (LIST, GET, HEAD, PUT, POST, "
+            "DELETE, COPY) and precondition_failed (conditional writes the store refused).",
+        )
+        self.lock_hold = Histogram(
+            f"{PREFIX}_lock_hold_seconds",
+            "How long each holding of the table lock lasted.",
+            t,
+            buckets=LOCK_HOLD_BUCKETS,
+            registry=reg,
+        )
+        self.lock_connection_retries = _counter(
+            reg, "lock_connection_retries_total", t,
+            "Requests to the table's lock service (DynamoDB, ZooKeeper, the storage lock's store) retried after a "
+            "lost connection or throttling.",
+        )  # fmt: skip
+        self.lock_takeovers = _counter(
+            reg, "lock_takeovers_total", t, "Table locks taken over from a holder whose lease had run out."
+        )
+        self.leases_lost = _counter(
+            reg, "lock_leases_lost_total", t,
+            "Leases of the table lock lost while held (nothing more was written under them; the work is rolled "
+            "back later).",
+        )  # fmt: skip
         # Per process.
         self.config_reloads = _counter(
             reg,
@@ -195,6 +226,18 @@ class Metrics:
         self._touch(table)
         self.table_busy.labels(table=table).set(max(seconds, 0.0))
 
+    def record_usage(self, table: str, requests: dict[str, int], lock_holds: tuple[float, ...],
+                     connection_retries: int, takeovers: int, leases_lost: int) -> None:
+        """What a tick of ``table`` cost (`ops.events.TableUsage`)."""
+        self._touch(table)
+        for kind, n in requests.items():
+            self.storage_requests.labels(table=table, kind=kind).inc(n)
+        for seconds in lock_holds:
+            self.lock_hold.labels(table=table).observe(max(seconds, 0.0))
+        self.lock_connection_retries.labels(table=table).inc(connection_retries)
+        self.lock_takeovers.labels(table=table).inc(takeovers)
+        self.leases_lost.labels(table=table).inc(leases_lost)
+
     def forget_table(self, table: str) -> None:
         """Remove every series labelled with ``table`` (it left the configuration)."""
         with self._lock:
@@ -204,6 +247,8 @@ class Metrics:
         for outcome in PLAN_OUTCOMES:
             self.plans_finished.remove(table, outcome)
             self.clustering_duration.remove(table, outcome)
+        for (name, kind) in [k for k in self._request_series() if k[0] == table]:
+            self.storage_requests.remove(name, kind)
 
     @property
     def tables(self) -> frozenset[str]:
@@ -233,12 +278,17 @@ class Metrics:
 
     # -- internals -------------------------------------------------------------------------------------
 
-    def _per_table(self) -> tuple[Gauge | Counter, ...]:
+    def _per_table(self) -> tuple[Gauge | Counter | Histogram, ...]:
         return (
             self.commits_since_clustering, self.pending_plans, self.oldest_pending_plan_age,
             self.plans_scheduled, self.rewritten_bytes, self.rewritten_files, self.snapshot_files,
             self.snapshot_small_files, self.files_scanned_ratio, self.table_busy, self.last_success,
+            self.lock_hold, self.lock_connection_retries, self.lock_takeovers, self.leases_lost,
         )  # fmt: skip
+
+    def _request_series(self) -> list[tuple[str, str]]:
+        return [(s.labels["table"], s.labels["kind"]) for metric in self.storage_requests.collect()
+                for s in metric.samples if s.name.endswith("_total")]
 
     def _touch(self, table: str) -> None:
         """On a table's first use, create its counters at zero so that rate() and increase() see them."""
@@ -249,6 +299,8 @@ class Metrics:
         self.plans_scheduled.labels(table=table)
         self.rewritten_bytes.labels(table=table)
         self.rewritten_files.labels(table=table)
+        for counter in (self.lock_connection_retries, self.lock_takeovers, self.leases_lost):
+            counter.labels(table=table)
         for outcome in PLAN_OUTCOMES:
             self.plans_finished.labels(table=table, outcome=outcome)
 
@@ -292,6 +344,9 @@ class MetricsObserver:
             m.set_table_busy(event.table, event.seconds)
         elif isinstance(event, LayoutMeasured):
             m.set_files_scanned_ratio(event.table, event.ratio)
+        elif isinstance(event, TableUsage):
+            m.record_usage(event.table, event.requests, event.lock_holds, event.lock_connection_retries,
+                           event.lock_takeovers, event.leases_lost)
 
     def forget_table(self, table: str) -> None:
         """A table left the configuration: drop its series and its share of the queue."""

@@ -6,9 +6,8 @@ ticks only when its timeline changed since a quiet tick (`runtime.poll`). A tick
 and keeps its table object between ticks (its timeline cache and footer ranges survive); then `ops.schedule` takes
 the tick's one `TableSnapshot` (and schedules, and claims, when due); the first tick recovers what a crashed
 executor left; the table's state is reported; and pending plans run oldest first, the one just scheduled last.
-Groups of a plan run on the executor's thread pool, each as a job of the shared engine.
-
-Events go to the daemon's observer (metrics and logs, wired by ``runtime.app``).
+Groups of a plan run on the executor's thread pool, each as a job of the shared engine. Events go to the daemon's
+observer (metrics and logs, wired by ``runtime.app``), and after every tick what it cost (`runtime.usage`).
 """
 
 from __future__ import annotations
@@ -45,6 +44,7 @@ from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.ordering.figures import clustering_figures, ratio_after
 from hudi_clusterd.runtime.poll import TimelinePoll
 from hudi_clusterd.runtime.reload import SettingsHolder
+from hudi_clusterd.runtime.usage import UsageReport
 from hudi_clusterd.runtime.watcher import TimelineWatcher
 from hudi_clusterd.settings import Settings, TableSpec
 from hudi_clusterd.storage import Storage, open_storage, table_storage_spec
@@ -97,6 +97,7 @@ class TableWorker:
         self._poll = TimelinePoll()
         self._quiet = False
         """Whether the last tick changed nothing and left nothing to do (`runtime.poll`)."""
+        self._usage = UsageReport(name)
         self.observer = _Beating(self, daemon.observer)
 
     @property
@@ -157,6 +158,12 @@ class TableWorker:
     def guarded_tick(self) -> bool:
         """One tick whose errors are logged, not raised: False when it failed. A tick that finds the table busy
         (`TableBusyError`) is deferred, not failed; the first tick after such ticks reports the table free."""
+        try:
+            return self._guarded_tick()
+        finally:
+            self._usage.report(self.table, self.observer)
+
+    def _guarded_tick(self) -> bool:
         with structlog.contextvars.bound_contextvars(table=self.name):
             try:
                 self.tick()
@@ -380,8 +387,7 @@ class Daemon:
                     cancel = self._running.get((table, instant))
                 if cancel is not None:
                     cancel.set()
-                worker = self.workers.get(table)
-                if worker is not None and worker.table is not None:
+                if (worker := self.workers.get(table)) is not None and worker.table is not None:
                     try:
                         self.runner.cancel(worker.table.ref, instant)
                     except ClusterdError as e:

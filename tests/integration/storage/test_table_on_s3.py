@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from hudi_clusterd.domain.instant import Action, State
-from hudi_clusterd.ops.events import Outcome
+from hudi_clusterd.ops.events import Outcome, PlanFinished
 from hudi_clusterd.ops.execute import execute_pending
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ordering.figures import clustering_figures
@@ -104,8 +104,9 @@ def test_clustering_a_table_on_s3_end_to_end(s3_server: Any, spark: Any) -> None
     # When a plan is scheduled and executed on Spark
     planned = schedule(gen.table, policy, force=True)
     assert planned.instant is not None, planned.reason
+    events: list[Any] = []
     result = execute_pending(gen.table, SparkGroupRunner(spark, owns_session=False), planned.instant,
-                             parallelism=2, figures=clustering_figures)
+                             parallelism=2, figures=clustering_figures, observer=_Recorder(events))
     # Then the replacecommit completed, its files are on S3, and every row is there once, sorted in its file
     assert result.outcome is Outcome.COMPLETED, result.message
     done = [i for i in gen.table.timeline() if i.time == planned.instant]
@@ -116,6 +117,20 @@ def test_clustering_a_table_on_s3_end_to_end(s3_server: Any, spark: Any) -> None
     assert sorted(rows.column("id").to_pylist()) == list(range(4 * 2 * 50))
     assert {r.rsplit("/", 1)[-1] for r in rows.column("_hoodie_file_name").to_pylist()} == {
         p.rsplit("/", 1)[-1] for p in written}
+    # And the clustering reported the requests the daemon's process made to the store (the commit's among them;
+    # the Spark tasks' reads and writes are their own processes') and how long it held the lock
+    finished = [e for e in events if isinstance(e, PlanFinished)]
+    assert len(finished) == 1
+    assert finished[0].requests.get("PUT", 0) >= 1 and finished[0].requests.get("LIST", 0) >= 1, finished[0]
+    assert 0 < finished[0].lock_held_s < 30
+
+
+class _Recorder:
+    def __init__(self, events: list[Any]) -> None:
+        self.events = events
+
+    def notify(self, event: Any) -> None:
+        self.events.append(event)
 
 
 def _rows(s3_server: Any, uri: str) -> pa.Table:

@@ -9,7 +9,8 @@ import pytest
 from kazoo.retry import ForceRetryError, KazooRetry
 
 from hudi_clusterd.errors import LockError
-from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider, ZooKeeperStats, _CountingRetry, curator_order
+from hudi_clusterd.lock.usage import LockStats
+from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider, _CountingRetry, curator_order
 from hudi_clusterd.lock.zookeeper_options import ZooKeeperOptions
 from hudi_clusterd.storage import open_storage
 
@@ -28,7 +29,7 @@ def test_kazoos_own_lock_nodes_do_not_sort_by_sequence() -> None:
 
 
 def test_connection_passes_after_the_first_count_as_retries() -> None:
-    stats = ZooKeeperStats()
+    stats = LockStats()
     retry = _CountingRetry(KazooRetry(max_tries=5, delay=0.001, max_jitter=0.0), stats).copy()
     calls: list[int] = []
 
@@ -45,7 +46,7 @@ def test_connection_passes_after_the_first_count_as_retries() -> None:
 
 
 def test_stats_count_from_many_threads() -> None:
-    stats = ZooKeeperStats()
+    stats = LockStats()
     threads = [threading.Thread(target=lambda: [stats.add_connection_retry() for _ in range(1000)])
                for _ in range(4)]
     for t in threads:
