@@ -3,7 +3,8 @@
 A new implementation joins by adding one entry to ``IMPLEMENTATIONS``. Tests of a guarantee only some storages
 give (``Capabilities``) are skipped, with the reason, on the others. ``s3-seaweedfs`` runs on the session's
 SeaweedFS server (``s3_server``), each test in a fresh prefix; ``object-memory`` is the same code over obstore's
-in-memory store.
+in-memory store; ``azure-azurite`` the same code on the session's Azurite server (Azure Blob Storage). No Google
+Cloud Storage emulator on a reachable registry answers as the client needs, so GCS is not run here.
 """
 
 from __future__ import annotations
@@ -60,14 +61,22 @@ def _s3_seaweedfs(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[St
     yield open_storage(StorageSpec(server.fresh_uri("contract"), server.storage_options()))
 
 
+def _azure_azurite(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Storage]:
+    """The object storage on the session's Azurite server (Azure Blob Storage), in a fresh prefix of its
+    container."""
+    server = request.getfixturevalue("azurite_server")
+    yield open_storage(StorageSpec(server.fresh_uri("contract"), server.storage_options()))
+
+
 IMPLEMENTATIONS: dict[str, Callable[..., Iterator[Storage]]] = {
     "local": _local,
     "memory": _memory,
     "arrow-local": _arrow_local,
     "object-memory": _object_memory,
     "s3-seaweedfs": _s3_seaweedfs,
+    "azure-azurite": _azure_azurite,
 }
-_NEEDS_REQUEST = frozenset({"s3-seaweedfs"})
+_NEEDS_REQUEST = frozenset({"s3-seaweedfs", "azure-azurite"})
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))

@@ -31,6 +31,7 @@ guarantees (`Capabilities`):
 
 from __future__ import annotations
 
+import contextlib
 import math
 import posixpath
 import threading
@@ -328,14 +329,20 @@ class ObjectStorage(Storage):
             while parent and parent != prefix and parent.startswith(prefix):
                 folders.add(parent)
                 parent = posixpath.dirname(parent)
-        # the emptied folders last, deepest first: a store on a file system (SeaweedFS) keeps listing them
+        # the emptied folders' names last, deepest first: a store on a file system (SeaweedFS) keeps listing them
         doomed = keys + sorted(folders, key=lambda f: (-f.count("/"), f))
         bulk = self.client.setup().bulk_delete
         with self._request("delete folder", rel):
             for i in range(0, len(doomed), PAGE):
                 chunk = doomed[i:i + PAGE]
                 self._count(DELETE, 1 if bulk else len(chunk))
-                obs.delete(self.client.store, chunk)
+                try:
+                    obs.delete(self.client.store, chunk)
+                except FileNotFoundError:  # a store without folder names (Azure) says so: one by one, then
+                    for key in chunk:
+                        self._count(DELETE)
+                        with contextlib.suppress(FileNotFoundError):
+                            obs.delete(self.client.store, key)
 
     def touch(self, rel: str) -> None:
         """Write the object again with its own bytes (an object's time cannot be set), only over the version
