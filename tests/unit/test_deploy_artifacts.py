@@ -605,3 +605,50 @@ def test_scrape_jobs_match_the_service_and_the_down_alert() -> None:
     (probe,) = [r for r in alert_rules() if "probe_success" in r["expr"]]
     assert f'job="{jobs["hudi-clusterd-healthz"]["job_name"]}"' in probe["expr"]
     assert jobs["hudi-clusterd-healthz"]["static_configs"][0]["targets"] == ["http://127.0.0.1:9464/healthz"]
+
+
+# --- deploy/k8s/s3: the daemon alone beside a table on S3 ------------------------------------------------------
+
+
+def s3_objects() -> dict[tuple[str, str], dict[str, Any]]:
+    objects: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted((K8S / "s3").glob("*.yaml")):
+        if path.name != "kustomization.yaml":
+            for doc in load_yaml_documents(path):
+                objects[(doc["kind"], doc["metadata"]["name"])] = doc
+    return objects
+
+
+def test_k8s_s3_variant_lists_its_manifests_and_has_no_volume_claim() -> None:
+    kustomization = load_yaml_documents(K8S / "s3" / "kustomization.yaml")[0]
+    manifests = sorted(p.name for p in (K8S / "s3").glob("*.yaml") if p.name != "kustomization.yaml")
+    assert sorted(kustomization["resources"]) == manifests
+    assert not [k for k in s3_objects() if k[0] == "PersistentVolumeClaim"]
+
+
+def test_k8s_s3_variant_runs_the_daemon_as_its_service_account_with_a_web_identity_role() -> None:
+    objects = s3_objects()
+    account = objects[("ServiceAccount", "hudi-clusterd")]
+    assert account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].startswith("arn:aws:iam::")
+    pod = objects[("Deployment", "hudi-clusterd")]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "hudi-clusterd"
+    (daemon,) = pod["containers"]
+    assert daemon["args"] == ["run", "--props", "/etc/hudi-clusterd/clusterd.properties"]
+    env = {e["name"]: e.get("value") for e in daemon.get("env", [])}
+    assert "AWS_REGION" in env and not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} & set(env)
+    assert objects[("Service", "hudi-clusterd-metrics")]["spec"]["selector"] == \
+        objects[("Deployment", "hudi-clusterd")]["spec"]["selector"]["matchLabels"]
+
+
+def test_k8s_s3_configmap_loads_with_the_writers_dynamodb_lock(tmp_path: Path) -> None:
+    props = s3_objects()[("ConfigMap", "hudi-clusterd-config")]["data"]["clusterd.properties"]
+    file = tmp_path / "clusterd.properties"
+    file.write_text(props, encoding="utf-8")
+    settings, warnings = load_settings(file)
+    assert warnings == []
+    (table,) = settings.tables
+    assert table.base_path.startswith("s3a://")
+    lock = dict(table.lock_properties)
+    assert lock["hoodie.write.lock.provider"] == "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider"
+    assert lock["hoodie.table.name"] == "events"
+    assert settings.watch_mode.value == "polling"
