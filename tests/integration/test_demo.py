@@ -61,6 +61,28 @@ def test_demo_clusters_beside_streaming_ingestion_quietly(tmp_path: Path) -> Non
 
 
 @pytest.mark.spark
+def test_the_demo_runs_on_s3_with_the_storage_lock(s3_server: Any) -> None:
+    # Given the demo pointed at the S3 server, which it reaches through the environment as AWS's SDKs do
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY_")}, **s3_server.env()}
+    base = s3_server.fresh_uri("demo")
+    argv = [sys.executable, "-m", "hudi_clusterd", "demo", "--base-path", base, "--duration", "15",
+            "--max-commits", "2", "--rows-per-second", "30000", "--metrics-address", "off",
+            "--spark-master", "local[2]"]
+    # When it runs to the end
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, check=False)
+    report = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    # Then ingestion and the daemon shared the table through Hudi's storage lock, and every row reads back once
+    assert done.returncode == 0, report
+    lines = done.stdout.splitlines()
+    assert _summary_value(lines, "check").startswith("OK"), report
+    assert int(_summary_value(lines, "clusterings completed")) >= 1, report
+    key = base.split("/", 3)[3] + "/.hoodie/.locks/table_lock.json"
+    lock = s3_server.boto3().get_object(Bucket=s3_server.bucket, Key=key)["Body"].read()
+    assert b'"expired":true' in lock.replace(b" ", b""), lock  # taken, and given back at the end
+    assert s3_server.secret_key not in done.stdout + done.stderr
+
+
+@pytest.mark.spark
 def test_the_runner_s_fair_pools_are_declared(spark: Any) -> None:
     # Given the shared session, built by get_or_create_session
     conf = spark.sparkContext.getConf()

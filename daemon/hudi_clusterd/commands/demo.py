@@ -76,7 +76,9 @@ def register(subparsers: Any) -> None:
         description="Run a Structured Streaming query that writes small commits to a Hudi table while the "
                     "clustering daemon runs beside it; print progress, then a summary checked by a snapshot read.",
     )
-    p.add_argument("--base-path", help="where to create the demo table (default: a new temporary folder)")
+    p.add_argument("--base-path", help="where to create the demo table: a folder, or an object store's URI "
+                   "(s3://bucket/prefix, reached with the AWS_* variables; the table is then locked with Hudi's "
+                   "StorageBasedLockProvider) (default: a new temporary folder)")
     p.add_argument("--duration", type=float, default=60.0,
                    help="seconds of ingestion (default: %(default)s); Ctrl-C stops")
     p.add_argument("--rows-per-second", type=int, default=7500,
@@ -121,7 +123,12 @@ class Sizes:
         return max(1024 * 1024, BLOOM_FOOTER_BYTES + 2 * self.target)
 
 
-def _settings(base: Path, args: argparse.Namespace, sizes: Sizes) -> Any:
+STORAGE_LOCK: dict[str, str] = {
+    "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"}
+"""The lock of a demo table on an object store, shared by its ingestion and the daemon: no service to run."""
+
+
+def _settings(base: Path | str, args: argparse.Namespace, sizes: Sizes, lock: dict[str, str]) -> Any:
     from hudi_clusterd.settings import settings_from_properties
 
     props = {
@@ -137,6 +144,7 @@ def _settings(base: Path, args: argparse.Namespace, sizes: Sizes) -> Any:
         "hoodie.layout.optimize.curve.build.method": "sample",
         "hoodie.clustering.plan.strategy.target.file.max.bytes": str(sizes.target),
         "hoodie.clustering.plan.strategy.small.file.limit": str(sizes.small_file_limit),
+        **lock,
     }
     settings, warnings = settings_from_properties(props, source="demo")
     for w in warnings:
@@ -166,12 +174,14 @@ def run(args: argparse.Namespace) -> int:
     from hudi_clusterd.engine.session import get_or_create_session
     from hudi_clusterd.runtime.app import App
 
+    remote = args.base_path is not None and "://" in args.base_path  # an object store: the checkpoint stays here
     temporary = args.base_path is None
-    root = Path(tempfile.mkdtemp(prefix="hudi-clusterd-demo-")) if temporary else Path(args.base_path)
-    base = root / TABLE if temporary else root
-    checkpoint = root / "_checkpoint" if temporary else root.parent / f".{root.name}_checkpoint"
+    root = Path(tempfile.mkdtemp(prefix="hudi-clusterd-demo-")) if temporary or remote else Path(args.base_path)
+    base: Path | str = args.base_path.rstrip("/") if remote else root / TABLE if temporary else root
+    checkpoint = root / "_checkpoint" if temporary or remote else root.parent / f".{root.name}_checkpoint"
+    lock = STORAGE_LOCK if remote else {}
     sizes = Sizes(args.target_kib * 1024)
-    settings = _settings(base, args, sizes)
+    settings = _settings(base, args, sizes, lock)
     print(f"demo table: {base}")
     print(f"starting Spark ({args.spark_master}) ...", flush=True)
     spark = get_or_create_session(args.spark_master, app_name="hudi-clusterd-demo", log_level="ERROR")
@@ -181,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"metrics: {app.server.url}/metrics")
 
     sink = HudiStreamingSink(str(base), record_key="event_id", partition_by=["category"], precombine="event_ts",
-                             table_name=TABLE, identifier="hudi-clusterd-demo", parallelism=1)
+                             table_name=TABLE, identifier="hudi-clusterd-demo", parallelism=1,
+                             lock_properties=lock)
     ingestion = _Switchable(sink)
     rows_per_batch = max(1, round(args.rows_per_second * args.trigger_seconds))
     query = (skewed_events(spark, rows_per_batch, round(args.trigger_seconds * 1000)).writeStream
@@ -249,7 +260,9 @@ def run(args: argparse.Namespace) -> int:
         print("  check: MISMATCH", file=sys.stderr)
         code = EXIT_FAILURE
     spark.stop()
-    if temporary and not args.keep and code == EXIT_OK:
+    if remote:
+        shutil.rmtree(root, ignore_errors=True)  # the checkpoint; the table stays in the store
+    elif temporary and not args.keep and code == EXIT_OK:
         shutil.rmtree(root, ignore_errors=True)
     elif temporary:
         print(f"  table kept at {base}")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import structlog
@@ -34,7 +34,9 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError, TableError
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, sanitize_name
 from hudi_clusterd.formats.bloom import BloomSettings
-from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.lock import lock_provider_from_properties
+from hudi_clusterd.storage import open_storage, table_storage_spec
+from hudi_clusterd.table.hoodie_table import PROPERTIES_FILE, HoodieTable
 from hudi_clusterd.table.write_client import rollback_failed_writes
 
 if TYPE_CHECKING:
@@ -95,6 +97,7 @@ class HudiStreamingSink:
         reject_updates_to_pending_clustering: bool = False,
         small_file_limit: int = 0,
         bloom: BloomSettings | None = None,
+        lock_properties: Mapping[str, str] | None = None,
     ) -> None:
         if operation not in ("insert", "bulk_insert", "upsert"):
             raise ConfigError(f"unknown write operation {operation!r} (expected insert, bulk_insert or upsert)")
@@ -112,6 +115,9 @@ class HudiStreamingSink:
         self.reject_updates_to_pending_clustering = reject_updates_to_pending_clustering
         self.small_file_limit = small_file_limit
         self.bloom = bloom
+        self.lock_properties = dict(lock_properties or {})
+        """The table's ``hoodie.write.lock.*`` keys (and ``hoodie.aws.*`` credentials): the lock this writer shares
+        with the daemon and other writers; none means the file lock in the table's ``.hoodie``."""
         self._table: HoodieTable | None = None
         self._last_batch: dict[str, int | None] = {}
 
@@ -173,8 +179,10 @@ class HudiStreamingSink:
     def _open_or_create(self, batch_df: DataFrame) -> HoodieTable:
         if self._table is not None:
             return self._table
-        if HoodieTable.exists(self.base_path):
-            self._table = HoodieTable.open(self.base_path)
+        storage = open_storage(table_storage_spec(self.base_path, self.lock_properties))
+        lock = lock_provider_from_properties(self.lock_properties, storage) if self.lock_properties else None
+        if storage.exists(PROPERTIES_FILE):
+            self._table = HoodieTable.open(self.base_path, storage, lock_provider=lock)
             return self._table
         if not self.record_key:
             raise ConfigError(f"{self.base_path}: the table does not exist yet; a record key is needed to create it")
@@ -187,9 +195,10 @@ class HudiStreamingSink:
             create_schema=arrow_to_avro_json(spark_arrow_schema(batch_df), name),
         )
         try:
-            self._table = HoodieTable.create(self.base_path, config)
+            HoodieTable.create(self.base_path, config, storage)
         except TableError:
-            if not HoodieTable.exists(self.base_path):
+            if not storage.exists(PROPERTIES_FILE):
                 raise
-            self._table = HoodieTable.open(self.base_path)  # created concurrently by another writer
+            # created concurrently by another writer
+        self._table = HoodieTable.open(self.base_path, storage, lock_provider=lock)
         return self._table

@@ -3,7 +3,8 @@
 Which files make the snapshot comes from our own file-system view (listing + timeline, replaced file groups
 dropped, uncommitted files ignored), optionally as of an instant, so the result is what Hudi's snapshot and
 time-travel queries return for a copy-on-write table. Files are read with ``mergeSchema`` so slices written
-under older (compatible) schemas still line up.
+under older (compatible) schemas still line up; on an object store, which Spark's own readers cannot open, in
+the Python workers (`engine.clustering.scan`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ def snapshot(spark: SparkSession, table: HoodieTable, as_of: str | None = None) 
 
     timeline = table.timeline()
     files = table.file_system_view(timeline).latest_base_files(as_of=as_of)
+    if files and not table.storage.spark_readable:  # an object store: read in the Python workers
+        from hudi_clusterd.engine.clustering.scan import ScanFile, read_through_storage
+
+        scan = [ScanFile(f.relative_path, f.size) for f in sorted(files, key=lambda f: f.relative_path)]
+        return read_through_storage(spark, table.storage, scan)[0]
     if files:
         paths = sorted(literal_read_path(table.storage.uri(f.relative_path)) for f in files)
         return spark.read.option("mergeSchema", "true").parquet(*paths)

@@ -273,6 +273,10 @@ def upsert(spark: SparkSession, table: HoodieTable, df: DataFrame, *, extra_meta
 
     config = table.config
     config.check_writable(table.storage.full_path(PROPERTIES_FILE))
+    if not table.storage.spark_readable:  # its index join reads the stored keys with Spark's own reader
+        raise UnsupportedTableError(f"{table.base_path}: our writer upserts into tables Spark's readers can open "
+                                    "(local, mounted, HDFS); on an object store it inserts only (use Apache "
+                                    "Hudi's writer to upsert there)")
     if not config.populate_meta_fields:
         raise UnsupportedTableError(
             f"{table.base_path}: upsert needs the record keys stored in the files, but the table has "
