@@ -89,16 +89,21 @@ def _hermetic_hudi_rs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyt
 # --- object-store servers (tests/harness/servers.py): each started once per session, on first use -------------
 
 
-def _servers_or_skip() -> Any:
+def _serve(start: str, root: Path, gaps: list[str], what: str) -> Iterator[Any]:
+    """The server ``tests.harness.servers.<start>`` starts under ``root``, until the session ends; skip (fail
+    under ``CLUSTERD_REQUIRE_HUDI=1``) naming ``gaps`` when something it needs is missing."""
     from tests.harness import servers
 
-    gaps = servers.missing()
     if gaps:
-        message = f"object-store test servers cannot start; missing: {', '.join(gaps)}"
+        message = f"{what} cannot start; missing: {', '.join(gaps)}"
         if os.environ.get("CLUSTERD_REQUIRE_HUDI") == "1":
             pytest.fail(message)
         pytest.skip(message)
-    return servers
+    server, proc = getattr(servers, start)(root)
+    try:
+        yield server
+    finally:
+        proc.stop()
 
 
 @pytest.fixture(scope="session")
@@ -114,50 +119,31 @@ def _servers_root() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def s3_server(_servers_root: Path) -> Iterator[Any]:
     """SeaweedFS serving S3 on 127.0.0.1 (bucket ``hudi``): a ``tests.harness.servers.S3Server``."""
-    servers = _servers_or_skip()
-    server, proc = servers.start_seaweedfs(_servers_root)
-    try:
-        yield server
-    finally:
-        proc.stop()
+    from tests.harness.servers import missing
+
+    yield from _serve("start_seaweedfs", _servers_root, missing(), "the S3 test server")
 
 
 @pytest.fixture(scope="session")
 def dynamodb_server(_servers_root: Path) -> Iterator[Any]:
     """moto's server, for DynamoDB, on 127.0.0.1: a ``tests.harness.servers.DynamoServer``."""
-    servers = _servers_or_skip()
-    server, proc = servers.start_moto(_servers_root)
-    try:
-        yield server
-    finally:
-        proc.stop()
+    from tests.harness.servers import missing
+
+    yield from _serve("start_moto", _servers_root, missing(), "the DynamoDB test server")
 
 
 @pytest.fixture(scope="session")
 def zookeeper_server(_servers_root: Path) -> Iterator[Any]:
     """ZooKeeper 3.8.4 on 127.0.0.1: a ``tests.harness.servers.ZooKeeperServer``."""
-    servers = _servers_or_skip()
-    server, proc = servers.start_zookeeper(_servers_root)
-    try:
-        yield server
-    finally:
-        proc.stop()
+    from tests.harness.servers import missing
+
+    yield from _serve("start_zookeeper", _servers_root, missing(), "the ZooKeeper test server")
 
 
 @pytest.fixture(scope="session")
 def azurite_server(_servers_root: Path) -> Iterator[Any]:
     """Azurite serving Azure Blob Storage on 127.0.0.1 (container ``hudi``): a
     ``tests.harness.servers.AzureServer``."""
-    from tests.harness import servers
+    from tests.harness.servers import missing_azurite
 
-    gaps = servers.missing_azurite()
-    if gaps:
-        message = f"the Azure emulator cannot start; missing: {', '.join(gaps)}"
-        if os.environ.get("CLUSTERD_REQUIRE_HUDI") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    server, proc = servers.start_azurite(_servers_root)
-    try:
-        yield server
-    finally:
-        proc.stop()
+    yield from _serve("start_azurite", _servers_root, missing_azurite(), "the Azure emulator")

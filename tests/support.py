@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,24 @@ def raw_log_blocks(data: bytes) -> list[tuple[int, int, int]]:
         pos = end
     assert pos == len(data)
     return out
+
+
+def race(n: int, attempt: Callable[[int], object]) -> list[object]:
+    """``attempt(i)`` for ``i`` in ``range(n)`` on ``n`` threads released at once; what each returned, or the
+    exception a loser got."""
+    results: list[object] = [None] * n
+    barrier = threading.Barrier(n)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = attempt(i)
+        except Exception as e:  # the race's losers report what they got
+            results[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results

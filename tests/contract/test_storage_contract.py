@@ -31,6 +31,7 @@ from hudi_clusterd.storage import (
     is_temp_file,
     open_storage,
 )
+from tests.support import race
 
 
 def _local(tmp_path: Path) -> Iterator[Storage]:
@@ -97,23 +98,6 @@ def _require(storage: Storage, capability: str) -> None:
         pytest.skip(f"{type(storage).__name__} does not declare {capability}")
 
 
-def _race(n: int, attempt: Callable[[int], object]) -> list[object]:
-    results: list[object] = [None] * n
-    barrier = threading.Barrier(n)
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            results[i] = attempt(i)
-        except Exception as e:  # the race's losers report what they got
-            results[i] = e
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
 
 
 # --- whole files ----------------------------------------------------------------------------------------------
@@ -141,7 +125,7 @@ def test_create_when_absent_then_present(storage: Storage) -> None:
 
 def test_concurrent_creates_exactly_one_wins(storage: Storage) -> None:
     _require(storage, "atomic_create")
-    results = _race(8, lambda i: storage.put("lock", str(i).encode(), mode=PutMode.CREATE))
+    results = race(8, lambda i: storage.put("lock", str(i).encode(), mode=PutMode.CREATE))
     winners = [i for i, r in enumerate(results) if r is not None]
     assert len(winners) == 1, results
     assert storage.read_bytes("lock") == str(winners[0]).encode()
@@ -214,7 +198,7 @@ def test_concurrent_conditional_updates_exactly_one_wins(storage: Storage) -> No
     base = storage.put("counter", b"0")
     assert base is not None and base.version is not None
     version = base.version
-    results = _race(8, lambda i: storage.put("counter", str(i + 1).encode(), if_match=version))
+    results = race(8, lambda i: storage.put("counter", str(i + 1).encode(), if_match=version))
     winners = [i for i, r in enumerate(results) if not isinstance(r, Exception)]
     assert len(winners) == 1, results
     assert all(isinstance(r, PreconditionFailed) for i, r in enumerate(results) if i not in winners)

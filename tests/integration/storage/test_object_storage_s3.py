@@ -4,9 +4,7 @@ requests it counts, checked against a counting proxy in front of the server."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from tests.builders import TableGen
 from tests.harness.process_lock import ProcessLock
 from tests.harness.s3_proxy import CountingS3Proxy
 from tests.harness.servers import free_port
+from tests.support import race
 
 
 def _storage(s3_server: Any, prefix: str = "it", **overrides: str) -> ObjectStorage:
@@ -32,23 +31,6 @@ def _storage(s3_server: Any, prefix: str = "it", **overrides: str) -> ObjectStor
     return storage
 
 
-def _race(n: int, attempt: Callable[[int], object]) -> list[object]:
-    results: list[object] = [None] * n
-    barrier = threading.Barrier(n)
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            results[i] = attempt(i)
-        except Exception as e:  # the losers report what they got
-            results[i] = e
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
 
 
 def _key(storage: ObjectStorage, rel: str) -> str:
@@ -62,7 +44,7 @@ def test_eight_creators_race_and_exactly_one_wins_each_round(s3_server: Any) -> 
     storage = _storage(s3_server)
     for round_ in range(5):
         before = storage.requests.snapshot()
-        results = _race(8, lambda i, r=round_: storage.put(f"lock-{r}", f"{r}:{i}".encode(), mode=PutMode.CREATE))
+        results = race(8, lambda i, r=round_: storage.put(f"lock-{r}", f"{r}:{i}".encode(), mode=PutMode.CREATE))
         winners = [i for i, r in enumerate(results) if r is not None]
         assert len(winners) == 1, results
         assert not any(isinstance(r, Exception) for r in results), results
@@ -76,7 +58,7 @@ def test_eight_updaters_race_on_one_version_and_exactly_one_wins_each_round(s3_s
     assert base is not None and base.version is not None
     version = base.version
     for round_ in range(3):
-        results = _race(8, lambda i, r=round_, v=version: storage.put("counter", f"{r}:{i}".encode(), if_match=v))
+        results = race(8, lambda i, r=round_, v=version: storage.put("counter", f"{r}:{i}".encode(), if_match=v))
         won = [(i, r) for i, r in enumerate(results) if not isinstance(r, Exception)]
         assert len(won) == 1, results
         assert all(isinstance(r, PreconditionFailed) for r in results if isinstance(r, Exception)), results
