@@ -458,7 +458,7 @@ class HudiWorker:
         """Run one Spark SQL statement; its rows as dicts."""
         return list(self.request("sql", timeout=timeout, statement=statement, limit=limit)["rows"])
 
-    def register_table(self, name: str, base_path: Path) -> None:
+    def register_table(self, name: str, base_path: Path | str) -> None:
         """Make ``name`` refer to the Hudi table at ``base_path`` (``show_commits`` takes a table, never a path).
 
         Names live as long as the worker, which the setups of a bundle share: a name registered before fails
@@ -467,7 +467,7 @@ class HudiWorker:
 
     def run_clustering(
         self,
-        base_path: Path,
+        base_path: Path | str,
         op: Literal["schedule", "execute", "scheduleAndExecute"] = "scheduleAndExecute",
         *,
         options: Mapping[str, str] | None = None,

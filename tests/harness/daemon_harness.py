@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -147,6 +147,29 @@ def clusterd(*args: str) -> str:
         code, out, err = done.returncode, done.stdout, done.stderr
     assert code == 0, f"{' '.join(args)} exited {code}:\n{err[-3000:]}"
     return out
+
+
+@contextlib.contextmanager
+def clusterd_environment(env: Mapping[str, str]) -> Iterator[None]:
+    """`clusterd` calls inside this block see ``env`` (e.g. ``S3Server.env()``: an object store's endpoint and
+    keys) as a daemon process started with it would: in this process's environment, which a command in a process
+    of its own inherits, and, when the test session's SparkSession is running, in the environment of the Python
+    workers its Spark tasks start (``SparkContext.environment``, given to the tasks of the functions created after
+    it changed). Both are restored after."""
+    session = _running_session()
+    spark_env: dict[str, str] = session.sparkContext.environment if session is not None else {}
+    saved = {key: (os.environ.get(key), spark_env.get(key)) for key in env}
+    os.environ.update(env)
+    spark_env.update(env)
+    try:
+        yield
+    finally:
+        for key, (process_value, task_value) in saved.items():
+            for where, value in ((os.environ, process_value), (spark_env, task_value)):
+                if value is None:
+                    where.pop(key, None)
+                else:
+                    where[key] = value
 
 
 def _clusterd_in_process(cmd: list[str]) -> tuple[int, str, str]:

@@ -83,15 +83,22 @@ def _local(location: str) -> Path:
     return Path(text).resolve()
 
 
-def ensure_registered(worker: HudiWorker, name: str, base: Path) -> None:
-    """Make ``name`` refer to the table at ``base`` in the worker's session (registered by the first call); a name
-    already given to another table fails rather than check the wrong table."""
+def _same_location(location: str, base: Path | str) -> bool:
+    if isinstance(base, Path):
+        return _local(location) == base.resolve()
+    return location.rstrip("/") == base.rstrip("/")
+
+
+def ensure_registered(worker: HudiWorker, name: str, base: Path | str) -> None:
+    """Make ``name`` refer to the table at ``base`` (a folder, or a URI such as ``s3a://hudi/t``) in the worker's
+    session (registered by the first call); a name already given to another table fails rather than check the wrong
+    table."""
     if not any(r.get("tableName") == name for r in worker.sql(f"SHOW TABLES LIKE '{name}'")):
         worker.register_table(name, base)
         return
     rows = worker.sql(f"DESCRIBE TABLE EXTENDED {name}")
     location = next((r["data_type"] for r in rows if r.get("col_name") == "Location"), None)
-    if location is None or _local(location) != base.resolve():
+    if location is None or not _same_location(location, base):
         raise ValueError(f"table name {name!r} is registered for {location}, not {base}: use a fresh name per table")
 
 
@@ -167,12 +174,15 @@ def _differs(row: Mapping[str, Any]) -> bool:
     return bool(row["is_present_in_fs"] != row["is_present_in_metadata"] or row["fs_size"] != row["metadata_size"])
 
 
-def validate_files(worker: HudiWorker, base: Path, name: str) -> MetadataValidation:
+def validate_files(worker: HudiWorker, base: Path, name: str, *, uri: str | None = None) -> MetadataValidation:
     """``CALL validate_metadata_table_files(table => name, verbose => true)`` for the MDT's view of every file, set
     against storage. Proves that the MDT's ``files`` partition lists exactly the data files in storage, with their
     sizes, in every partition, and that it lists exactly the partitions in storage (run it with no writer in
-    flight: files of a pending instant are in storage and rightly not in the MDT)."""
-    ensure_registered(worker, name, base)
+    flight: files of a pending instant are in storage and rightly not in the MDT).
+
+    ``uri``: where Hudi finds the table when ``base`` is a copy of it (a table on an object store, ``base`` its
+    current mirror, ``tests/harness/s3_mirror.py``)."""
+    ensure_registered(worker, name, base if uri is None else uri)
     procedure_rows = worker.sql(f"CALL validate_metadata_table_files(table => '{name}', verbose => true)")
     in_metadata: dict[tuple[str, str], int] = {}
     for row in procedure_rows:

@@ -4,7 +4,8 @@ Each test runs once per Hudi setup on the session's shared worker; the plans cro
 plan of ours, we execute one of Hudi's) also on a version-8 table. Tables are written by Apache Hudi with the
 project's writer settings (plus ``hoodie.parquet.small.file.limit=0``, so that every insert makes new file groups
 for clustering to merge): each test starts from a copy of the setup's ``events_table`` (see ``conftest.py``). The
-daemon's side runs as its CLI, in its own process, as users run it.
+daemon's side runs as its CLI, as users run it. The plan crossings are steps of ``tests/harness/plan_steps.py``, which
+``test_table_services_s3.py`` runs on a table on S3.
 """
 
 from __future__ import annotations
@@ -18,27 +19,31 @@ import pytest
 
 from hudi_clusterd.domain.file_group import base_file_name
 from hudi_clusterd.domain.instant import Action, Instant, State
-from hudi_clusterd.domain.plan import RequestedReplaceMetadata
 from hudi_clusterd.errors import StorageError
-from hudi_clusterd.formats.avro import decode_ocf, decode_requested_replace
+from hudi_clusterd.formats.avro import decode_ocf
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.markers import create_marker
 from hudi_clusterd.table.rollback import rollback_pending
 from tests.builders import EVENTS_SCHEMA, event_rows, events_by_key, expected_events
-from tests.harness.apache_hudi import HudiWorker, events_writer_options, read_hoodie_properties
+from tests.harness.apache_hudi import HudiWorker, events_writer_options
 from tests.harness.daemon_harness import (
     clusterd,
-    clustering_plan_path,
     clusterings,
     completed,
     instant_files,
     instant_names,
-    pending_clusterings,
     replacecommits,
     table_version,
 )
 from tests.harness.hudi_versions import table_service_options
 from tests.harness.metadata_checks import validate_files
+from tests.harness.plan_steps import (
+    daemon_executes_hudis_plan,
+    hudi_executes_our_plan,
+    local_table,
+    requested_plan,
+    scheduled_instant,
+)
 
 pytestmark = [pytest.mark.hudi,
               pytest.mark.usefixtures("spark")]  # clusterd(...) runs in this process, on the session's Spark
@@ -48,13 +53,6 @@ SLOW_SETUPS = ("hudi-1.2-v6",)
 
 def writer(apache_hudi: HudiWorker, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return events_writer_options(apache_hudi.setup, extra)
-
-
-def requested_plan(base: Path, instant: str) -> RequestedReplaceMetadata:
-    path = clustering_plan_path(base, instant)
-    meta = decode_requested_replace(path.read_bytes(), str(path))
-    assert meta is not None and meta.clustering_plan is not None
-    return meta
 
 
 @pytest.fixture
@@ -67,54 +65,18 @@ def table(events_table: tuple[Path, list[list[dict[str, Any]]]]) -> tuple[Path, 
 def test_apache_hudi_executes_a_plan_the_daemon_scheduled(apache_hudi: HudiWorker,
                                                           table: tuple[Path, list[list[dict[str, Any]]]]) -> None:
     base, batches = table
-    # Given a plan scheduled by hudi-clusterd (sorted by val), as the layout names it (T.replacecommit.requested
-    # in .hoodie/ on version 6, T.clustering.requested in .hoodie/timeline/ on versions 8 and 9)
-    out = clusterd("schedule", "--base-path", str(base), "--force", "--props", str(props(base, "val")))
-    instant = out.split("scheduled clustering ", 1)[1].split(":", 1)[0]
-    assert pending_clusterings(base) == [instant], instant_names(base)
-    plan = requested_plan(base, instant).clustering_plan
-    assert plan is not None and plan.strategy.work_order.sort_columns == ("val",)
-    # When Apache Hudi executes it
-    apache_hudi.run_clustering(base, "execute", options=table_service_options(writer(apache_hudi)),
-                               instants=[instant])
-    # Then the plan completed as a clustering that replaced every planned file group, and every row reads once
-    meta = replacecommits(base)[instant]
-    assert meta["operationType"] == "CLUSTER"
-    replaced = {(p, f) for p, ids in meta["partitionToReplaceFileIds"].items() for f in ids}
-    assert replaced == set(plan.group_ids())
-    assert events_by_key(apache_hudi.read(base)) == expected_events(batches)
-    assert read_hoodie_properties(base)["hoodie.table.version"] == str(apache_hudi.setup.table_version)
-    validate_files(apache_hudi, base, f"ours_by_hudi_{uuid.uuid4().hex[:8]}").assert_clean()
+    hudi_executes_our_plan(apache_hudi, local_table(base, writer(apache_hudi)), batches)
 
 
 @pytest.mark.hudi_v8
 def test_the_daemon_executes_a_plan_apache_hudi_scheduled(apache_hudi: HudiWorker,
                                                           table: tuple[Path, list[list[dict[str, Any]]]]) -> None:
     base, batches = table
-    before = events_by_key(apache_hudi.read(base))
-    # Given a plan Apache Hudi scheduled without executing it
-    apache_hudi.run_clustering(base, "schedule", options=table_service_options(writer(apache_hudi)))
-    pending = pending_clusterings(base)
-    assert len(pending) == 1, instant_names(base)
-    instant = pending[0]
-    assert clustering_plan_path(base, instant).exists(), instant_names(base)
-    # When hudi-clusterd executes it
-    out = clusterd("execute", "--base-path", str(base), "--instant", instant)
-    assert f"completed {instant}" in out, out
-    # Then it is completed by us, Hudi reads every row once, with the commit times it had
-    assert clusterings(base) == [instant]
-    after = apache_hudi.read(base, columns=["id", "part", "val", "ts", "_hoodie_commit_time"])
-    assert events_by_key(after.drop_columns(["_hoodie_commit_time"])) == before == expected_events(batches)
-    assert instant not in set(after.column("_hoodie_commit_time").to_pylist())
-    assert read_hoodie_properties(base)["hoodie.table.version"] == str(apache_hudi.setup.table_version)
-    # and the metadata table Hudi keeps lists exactly what storage holds
-    validate_files(apache_hudi, base, f"hudis_by_us_{uuid.uuid4().hex[:8]}").assert_clean()
+    daemon_executes_hudis_plan(apache_hudi, local_table(base, writer(apache_hudi)), batches)
 
 
 def props(base: Path, sort_columns: str) -> Path:
-    path = base.parent / "clustering.properties"
-    path.write_text(f"hoodie.clustering.plan.strategy.sort.columns={sort_columns}\n")
-    return path
+    return local_table(base, {}, sort_columns).props
 
 
 def test_hudi_cleaner_archiver_and_views_accept_the_daemons_instants(
@@ -140,7 +102,7 @@ def test_hudi_cleaner_archiver_and_views_accept_the_daemons_instants(
                       schema=EVENTS_SCHEMA)
     for attempt in range(4):  # more rollbacks than hoodie.keep.max.commits: Hudi archives rollbacks by count
         out = clusterd("schedule", "--base-path", str(base), "--force")
-        dropped = out.split("scheduled clustering ", 1)[1].split(":", 1)[0]
+        dropped = scheduled_instant(out)
         if attempt == 0:
             shown = apache_hudi.sql(f"CALL show_clustering(path => '{base}', limit => 50)")
             assert dropped in {str(r.get("timestamp")) for r in shown}, shown
@@ -189,7 +151,7 @@ def test_apache_hudi_completes_a_rollback_the_daemon_left_pending(
     # Given a plan of ours whose execution wrote a file, then failed, and whose rollback stopped part-way (its
     # plan written, the file not yet deleted), as when the daemon dies while rolling back
     out = clusterd("schedule", "--base-path", str(base), "--force", "--props", str(props(base, "val")))
-    instant = out.split("scheduled clustering ", 1)[1].split(":", 1)[0]
+    instant = scheduled_instant(out)
     plan = requested_plan(base, instant).clustering_plan
     assert plan is not None
     slice_ = plan.input_groups[0].slices[0]

@@ -135,12 +135,11 @@ class _Recorder:
 
 def _rows(s3_server: Any, uri: str) -> pa.Table:
     """The table's snapshot as hudi-rs reads it (a second, independent reader)."""
-    from hudi import HudiReadOptions, HudiTableBuilder
+    from hudi import HudiReadOptions
 
-    options = {"aws_endpoint_url": s3_server.endpoint, "aws_allow_http": "true", "aws_region": s3_server.region,
-               "aws_access_key_id": s3_server.access_key, "aws_secret_access_key": s3_server.secret_key}
-    return pa.Table.from_batches(HudiTableBuilder.from_base_uri(uri).with_storage_options(options).build()
-                                 .read(HudiReadOptions()))
+    from tests.harness.hudi_rs_checks import hudi_table, s3_storage_options
+
+    return pa.Table.from_batches(hudi_table(uri, s3_storage_options(s3_server)).read(HudiReadOptions()))
 
 
 @pytest.mark.spark

@@ -1,0 +1,54 @@
+"""A table on the S3 test server seen as a local folder: :class:`S3Mirror` copies what the bucket holds under the
+table's prefix into a folder of its own, fetching only the objects that are new or changed since its last copy and
+deleting the ones gone, so that the checks written for local tables (the timeline helpers of
+``tests/harness/daemon_harness.py``, the storage listing of ``tests/harness/metadata_checks.py``) read an S3 table
+as it is at that moment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+
+class S3Mirror:
+    """The objects under ``uri`` (``s3://`` or ``s3a://`` on the server ``s3``, a ``tests.harness.servers.S3Server``)
+    as files under ``root``; :meth:`sync` brings the copy up to date."""
+
+    def __init__(self, s3: Any, uri: str, root: Path) -> None:
+        parts = urlsplit(uri)
+        self.bucket = parts.netloc
+        self.prefix = parts.path.strip("/") + "/"
+        self.root = root
+        self._client = s3.boto3()
+        self._etags: dict[str, str] = {}
+
+    def listing(self) -> dict[str, tuple[int, str]]:
+        """Every object under the table's prefix: its path relative to the base path -> (size, ETag)."""
+        found: dict[str, tuple[int, str]] = {}
+        for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix):
+            for obj in page.get("Contents", []):
+                rel = obj["Key"][len(self.prefix):]
+                if rel and not rel.endswith("/"):
+                    found[rel] = (int(obj["Size"]), str(obj["ETag"]))
+        return found
+
+    def sync(self) -> Path:
+        """Copy what changed since the last call; returns the folder, now holding exactly the table's objects."""
+        listing = self.listing()
+        self.root.mkdir(parents=True, exist_ok=True)
+        for path in sorted(self.root.rglob("*"), reverse=True):
+            rel = path.relative_to(self.root).as_posix()
+            if path.is_file() and rel not in listing:
+                path.unlink()
+                self._etags.pop(rel, None)
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+        for rel, (_, etag) in listing.items():
+            target = self.root / rel
+            if self._etags.get(rel) == etag and target.is_file():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._client.download_file(self.bucket, self.prefix + rel, str(target))
+            self._etags[rel] = etag
+        return self.root
