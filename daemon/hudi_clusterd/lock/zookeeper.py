@@ -21,6 +21,7 @@ client ends the session, which removes the node at once even when deleting it fa
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -43,6 +44,14 @@ from hudi_clusterd.storage import Storage
 log = structlog.get_logger(__name__)
 
 LOCK_NAME = "lock-"
+
+
+def _kazoo_logger() -> logging.Logger:
+    """Kazoo's logger, showing its errors only: its warning per failed connection attempt is counted as a
+    connection retry instead, and a connection that never comes is one error naming the server."""
+    logger = logging.getLogger("kazoo.client.clusterd")
+    logger.setLevel(logging.ERROR)
+    return logger
 """Curator's node name of ``InterProcessMutex``: contenders sort by the text after its last occurrence."""
 PROTECTED_PREFIX = "_c_"
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
@@ -151,7 +160,8 @@ class ZooKeeperLockProvider:
         o = self.options
         retry = KazooRetry(max_tries=o.num_retries + 1, delay=o.retry_wait_ms / 1000.0, backoff=2,
                            max_delay=o.retry_max_wait_ms / 1000.0)
-        client = KazooClient(hosts=o.connect, timeout=o.session_timeout_ms / 1000.0, connection_retry=retry)
+        client = KazooClient(hosts=o.connect, timeout=o.session_timeout_ms / 1000.0, connection_retry=retry,
+                             logger=_kazoo_logger())
         connection = getattr(client, "_connection", None)
         if connection is not None and hasattr(connection, "retry_sleeper"):
             connection.retry_sleeper = _CountingRetry(connection.retry_sleeper, self.stats)
