@@ -3,7 +3,7 @@ look at (write stats, partition metadata, footers, leftovers). See ../shared/doc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,19 +16,32 @@ from hudi_clusterd.domain.instant import Action
 from hudi_clusterd.table.hoodie_table import HoodieTable
 
 
-def hudi_table(base: Path) -> Any:
-    """A fresh hudi-rs table object (its timeline is cached per object)."""
-    return HudiTableBuilder.from_base_uri(str(base)).build()
+def hudi_table(base: Path | str, storage_options: Mapping[str, str] | None = None) -> Any:
+    """A fresh hudi-rs table object (its timeline is cached per object) of the table at ``base``: a folder, or a
+    URI (``s3a://bucket/t``) reached with hudi-rs's ``storage_options`` (:func:`s3_storage_options`)."""
+    builder = HudiTableBuilder.from_base_uri(str(base))
+    if storage_options:
+        builder = builder.with_storage_options(dict(storage_options))
+    return builder.build()
 
 
-def hudi_rs_rows(base: Path, cols: list[str] | None = None, key: str | Callable[[dict[str, Any]], Any] | None = None,
-                 as_of: str | None = None) -> list[dict[str, Any]]:
-    """The snapshot hudi-rs reads (as of ``as_of`` when given): the columns ``cols`` (all when None), sorted by
-    the column or function ``key`` (when None: by record key, or by ``id`` in a table without meta fields)."""
+def s3_storage_options(s3: Any) -> dict[str, str]:
+    """hudi-rs's storage options for the S3 test server ``s3`` (a ``tests.harness.servers.S3Server``): its
+    endpoint over plain HTTP, its keys and its region."""
+    return {"aws_endpoint_url": s3.endpoint, "aws_allow_http": "true", "aws_region": s3.region,
+            "aws_access_key_id": s3.access_key, "aws_secret_access_key": s3.secret_key}
+
+
+def hudi_rs_rows(base: Path | str, cols: list[str] | None = None,
+                 key: str | Callable[[dict[str, Any]], Any] | None = None, as_of: str | None = None,
+                 storage_options: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The snapshot hudi-rs reads (as of ``as_of`` when given) of the table at ``base`` (a folder, or a URI
+    reached with ``storage_options``): the columns ``cols`` (all when None), sorted by the column or function
+    ``key`` (when None: by record key, or by ``id`` in a table without meta fields)."""
     opts = HudiReadOptions()
     if as_of:
         opts = opts.with_as_of_timestamp(as_of)
-    batches = hudi_table(base).read(opts)
+    batches = hudi_table(base, storage_options).read(opts)
     if not batches:
         return []
     table = pa.Table.from_batches(batches)
