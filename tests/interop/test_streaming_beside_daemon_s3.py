@@ -128,7 +128,8 @@ def test_streaming_ingestion_and_the_daemon_share_a_table_on_s3(
     table = StorageSpec(uri, s3_server.storage_options())
     lock_options = dynamodb_lock_options(server) if lock == "dynamodb" else zookeeper_lock_options(server)
     options = s3_writer_options(setup, "events", lock_options, extra=STREAM_WRITER_EXTRA)
-    props = tmp_path / "clusterd.properties"
+    (tmp_path / "conf").mkdir()  # the folder the daemon watches for changes of its properties, not its log's
+    props = tmp_path / "conf" / "clusterd.properties"
     # the writers' lock keys as the daemon's defaults; debug logging names the lock at every acquisition
     write_props(props, uri, free_port(), **CLUSTERING_POLICY, **lock_props(options, uri),
                 **{"clusterd.log.level": "DEBUG"})
