@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from hudi_clusterd.storage import StorageSpec, open_storage
 from tests.harness import hudi_setup
 from tests.harness.hudi_versions import HudiSetup, shared_table_writer_options
 
@@ -496,7 +497,7 @@ class HudiWorker:
         *,
         source_dir: Path,
         schema_from: Path,
-        base_path: Path,
+        base_path: Path | str,
         checkpoint_dir: Path,
         options: Mapping[str, str],
         max_files_per_trigger: int = 1,
@@ -604,10 +605,14 @@ def procedure_options(options: Mapping[str, str]) -> str:
     return ",".join(f"{key}={value}" for key, value in options.items())
 
 
-def read_hoodie_properties(base_path: Path) -> dict[str, str]:
-    """``.hoodie/hoodie.properties`` as a dict (Java properties: comments, ``key=value``, backslash escapes)."""
+def read_hoodie_properties(base_path: Path | StorageSpec) -> dict[str, str]:
+    """``.hoodie/hoodie.properties`` as a dict (Java properties: comments, ``key=value``, backslash escapes), of a
+    table in a local folder or, given a ``StorageSpec``, on any storage the daemon opens (an object store)."""
     props: dict[str, str] = {}
-    text = (base_path / ".hoodie" / "hoodie.properties").read_text(encoding="utf-8")
+    if isinstance(base_path, Path):
+        text = (base_path / ".hoodie" / "hoodie.properties").read_text(encoding="utf-8")
+    else:
+        text = open_storage(base_path).read_bytes(".hoodie/hoodie.properties").decode("utf-8")
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line[0] in "#!":

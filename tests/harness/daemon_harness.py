@@ -6,6 +6,9 @@ metadata as JSON. Layout 2 (table versions 8 and 9): instant files in ``.hoodie/
 (``timeline``), completed ones named ``<T>_<completion time>.<action>`` and written, like every non-empty instant
 file there, as an Avro container file; a clustering is pending as ``<T>.clustering.{requested,inflight}`` and
 completes as ``<T>_<C>.replacecommit``. In both layouts a commit's inflight file is ``<T>.inflight``.
+
+The timeline readers take a table as a local folder (a ``Path``) or as a ``StorageSpec`` (a URI such as
+``s3a://hudi/t`` and the options that reach its store), read through the daemon's own ``open_storage``.
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import fastavro
 from prometheus_client.parser import text_string_to_metric_families
 
+from hudi_clusterd.storage import StorageSpec, open_storage
 from tests.harness.apache_hudi import read_hoodie_properties
 from tests.harness.hudi_versions import HudiSetup
 
@@ -44,12 +48,13 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str, proc: sub
 
 
 class DaemonProcess:
-    """``python -m hudi_clusterd run --props FILE`` with its stderr (JSON log lines) captured to a file."""
+    """``python -m hudi_clusterd run --props FILE`` with its stderr (JSON log lines) captured to a file; ``env``:
+    variables added to this process's environment (e.g. ``S3Server.env()``: an object store's endpoint and keys)."""
 
-    def __init__(self, props: Path, log_file: Path, *extra: str) -> None:
+    def __init__(self, props: Path, log_file: Path, *extra: str, env: Mapping[str, str] | None = None) -> None:
         self.props = props
         self.log_file = log_file
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+        env = {**os.environ, **(env or {}), "PYSPARK_PYTHON": sys.executable}
         self._log = open(log_file, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen([sys.executable, "-m", "hudi_clusterd", "run", "--props", str(props), *extra],
                                      stdout=self._log, stderr=self._log, env=env)
@@ -99,7 +104,7 @@ def health(port: int) -> int:
         return 0
 
 
-def write_props(path: Path, base: Path, port: int, **policy: str) -> None:
+def write_props(path: Path, base: Path | str, port: int, **policy: str) -> None:
     lines = [
         "clusterd.tables=events",
         f"clusterd.table.events.base.path={base}",
@@ -205,6 +210,8 @@ def _running_session() -> Any:
 # --- the timeline, in either layout ------------------------------------------------------------------------------
 
 InstantState = Literal["requested", "inflight", "completed"]
+Table = Path | StorageSpec
+"""A table the readers below read: a local folder, or a URI and its store's options."""
 
 # <requested time>[_<completion time>].<action>[.requested|.inflight], or <requested time>.inflight (a commit)
 _INSTANT_FILE = re.compile(r"^(\d+)(?:_(\d+))?\.([a-z]+)(?:\.(requested|inflight))?$")
@@ -219,11 +226,18 @@ class InstantFile:
     action: str  # as the file names it: "clustering" for a pending clustering in layout 2
     state: InstantState
     completion: str | None  # layout 2's completion time (None in layout 1 and for pending instants)
-    path: Path
+    path: Path | str  # the file (a local table), or its URI (a table on a storage of the daemon's)
+    folder: StorageSpec | None = field(default=None, compare=False, repr=False)  # where a URI's file is read
+
+    def read_bytes(self) -> bytes:
+        if isinstance(self.path, Path):
+            return self.path.read_bytes()
+        assert self.folder is not None, self.path
+        return open_storage(self.folder).read_bytes(self.name)
 
     @property
     def name(self) -> str:
-        return self.path.name
+        return self.path.name if isinstance(self.path, Path) else self.path.rsplit("/", 1)[-1]
 
     @property
     def kind(self) -> str:
@@ -232,12 +246,12 @@ class InstantFile:
         return "replacecommit" if self.action == "clustering" else self.action
 
 
-def table_version(base: Path) -> int:
+def table_version(base: Table) -> int:
     """``hoodie.table.version`` of the table at ``base``."""
     return int(read_hoodie_properties(base)["hoodie.table.version"])
 
 
-def timeline_layout(base: Path) -> int:
+def timeline_layout(base: Table) -> int:
     """``hoodie.timeline.layout.version``: 1 (table version 6) or 2 (table versions 8 and 9)."""
     props = read_hoodie_properties(base)
     return int(props.get("hoodie.timeline.layout.version") or (2 if int(props["hoodie.table.version"]) >= 8 else 1))
@@ -245,44 +259,58 @@ def timeline_layout(base: Path) -> int:
 
 def timeline_dir(base: Path) -> Path:
     """Where the table's active timeline keeps its instant files: ``.hoodie/`` or ``.hoodie/timeline/``."""
+    return base / _timeline_rel(base)
+
+
+def _timeline_rel(base: Table) -> str:
     if timeline_layout(base) < 2:
-        return base / ".hoodie"
-    return base / ".hoodie" / (read_hoodie_properties(base).get("hoodie.timeline.path") or "timeline")
+        return ".hoodie"
+    return ".hoodie/" + (read_hoodie_properties(base).get("hoodie.timeline.path") or "timeline")
 
 
-def instant_files(base: Path) -> list[InstantFile]:
+def _timeline_entries(base: Table) -> list[tuple[str, Path | str, StorageSpec | None]]:
+    """(name, path or URI, folder spec) of every file in the timeline's folder."""
+    rel = _timeline_rel(base)
+    if isinstance(base, Path):
+        return [(p.name, p, None) for p in (base / rel).iterdir() if p.is_file()]
+    folder = base.child(rel)
+    storage = open_storage(folder)
+    return [(f.name, storage.uri(f.name), folder) for f in storage.list_dir() if not f.is_dir]
+
+
+def instant_files(base: Table) -> list[InstantFile]:
     """Every instant file of the active timeline, by requested time, then requested, inflight, completed."""
     out: list[InstantFile] = []
-    for path in timeline_dir(base).iterdir():
-        m = _INSTANT_FILE.match(path.name)
-        if m is None or not path.is_file():
-            continue  # hoodie.properties, .crc files, history/ and the other folders
+    for name, path, folder in _timeline_entries(base):
+        m = _INSTANT_FILE.match(name)
+        if m is None:
+            continue  # hoodie.properties, .crc files and the like
         time_, completion, action, state = m.groups()
         if action == "inflight":  # <T>.inflight: a commit's inflight file
             action, state = "commit", "inflight"
-        out.append(InstantFile(time_, action, state or "completed", completion, path))
+        out.append(InstantFile(time_, action, state or "completed", completion, path, folder))
     order = {"requested": 0, "inflight": 1, "completed": 2}
     return sorted(out, key=lambda f: (f.time, order[f.state], f.action))
 
 
-def instant_names(base: Path) -> list[str]:
+def instant_names(base: Table) -> list[str]:
     """The instant files' names (for messages)."""
     return [f.name for f in instant_files(base)]
 
 
-def completed(base: Path, action: str) -> list[str]:
+def completed(base: Table, action: str) -> list[str]:
     """Requested times of the completed instants of ``action`` (``commit``, ``replacecommit``, ``clean``...)."""
     return sorted(f.time for f in instant_files(base) if f.state == "completed" and f.action == action)
 
 
-def completed_file(base: Path, instant: str, action: str) -> InstantFile:
+def completed_file(base: Table, instant: str, action: str) -> InstantFile:
     """The completed file of ``instant``; fails when there is none, or more than one."""
     found = [f for f in instant_files(base) if f.time == instant and f.state == "completed" and f.action == action]
     assert len(found) == 1, (instant, action, instant_names(base))
     return found[0]
 
 
-def pending(base: Path, kind: str) -> list[str]:
+def pending(base: Table, kind: str) -> list[str]:
     """Requested times of the instants of ``kind`` with no completed file (``replacecommit``: pending
     replacecommits and clusterings, whatever the layout calls them)."""
     files = [f for f in instant_files(base) if f.kind == kind]
@@ -290,7 +318,7 @@ def pending(base: Path, kind: str) -> list[str]:
     return sorted({f.time for f in files if f.time not in done})
 
 
-def pending_clusterings(base: Path) -> list[str]:
+def pending_clusterings(base: Table) -> list[str]:
     """Pending replacecommits or clusterings (plans, whether Hudi's or ours, not yet completed or rolled back)."""
     return pending(base, "replacecommit")
 
@@ -303,7 +331,7 @@ def clustering_plan_path(base: Path, instant: str) -> Path:
     return timeline_dir(base) / f"{instant}.{action}.requested"
 
 
-def incremental_start(base: Path, instant: str) -> str:
+def incremental_start(base: Table, instant: str) -> str:
     """What to give Hudi's incremental query as its (exclusive) begin to read the changes after ``instant``: its
     requested time in layout 1, its completion time in layout 2 (Hudi 1.x reads incremental ranges of a table of
     version 8 or 9 by completion time; time travel, ``as.of.instant``, still takes the requested time)."""
@@ -330,22 +358,22 @@ def decode_instant(data: bytes, source: str = "instant file") -> dict[str, Any]:
 
 def instant_metadata(file: InstantFile) -> dict[str, Any]:
     """The decoded content of one instant file (see :func:`decode_instant`)."""
-    return decode_instant(file.path.read_bytes(), str(file.path))
+    return decode_instant(file.read_bytes(), str(file.path))
 
 
-def commit_metadata(base: Path, instant: str, action: str = "commit") -> dict[str, Any]:
+def commit_metadata(base: Table, instant: str, action: str = "commit") -> dict[str, Any]:
     """The completed metadata of ``instant`` (``partitionToWriteStats``, ``extraMetadata``...), in either layout."""
     return instant_metadata(completed_file(base, instant, action))
 
 
-def replacecommits(base: Path) -> dict[str, dict[str, Any]]:
+def replacecommits(base: Table) -> dict[str, dict[str, Any]]:
     """Every completed replacecommit of the table: instant time -> its commit metadata (JSON in layout 1, Avro in
     layout 2, decoded alike)."""
     return {f.time: instant_metadata(f) for f in instant_files(base)
             if f.state == "completed" and f.action == "replacecommit"}
 
 
-def clusterings(base: Path, *, replaced: bool | None = None) -> list[str]:
+def clusterings(base: Table, *, replaced: bool | None = None) -> list[str]:
     """Completed replacecommits whose operation is a clustering, in order; ``replaced``: only those that replaced
     file groups (True) or that replaced none, having lost every group to writers (False)."""
     return [t for t, meta in sorted(replacecommits(base).items()) if meta.get("operationType") == "CLUSTER"

@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudi_clusterd.storage import Storage, StorageSpec, open_storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.harness.apache_hudi import HudiRequestError, HudiWorker, read_hoodie_properties
 
@@ -56,7 +57,7 @@ class MetadataCheckUnavailable(Exception):
 # -- hoodie.properties and the MDT timeline ---------------------------------------------------------------------
 
 
-def metadata_partitions(base: Path) -> list[str]:
+def metadata_partitions(base: Path | StorageSpec) -> list[str]:
     """The MDT partitions the table says are built (``hoodie.table.metadata.partitions``), sorted."""
     raw = read_hoodie_properties(base).get("hoodie.table.metadata.partitions", "")
     return sorted(p.strip() for p in raw.split(",") if p.strip())
@@ -83,18 +84,19 @@ def _local(location: str) -> Path:
     return Path(text).resolve()
 
 
-def _same_location(location: str, base: Path | str) -> bool:
+def _same_location(location: str, base: Path | StorageSpec | str) -> bool:
     if isinstance(base, Path):
         return _local(location) == base.resolve()
-    return location.rstrip("/") == base.rstrip("/")
+    uri = base.uri if isinstance(base, StorageSpec) else base
+    return location.rstrip("/") == uri.rstrip("/")
 
 
-def ensure_registered(worker: HudiWorker, name: str, base: Path | str) -> None:
-    """Make ``name`` refer to the table at ``base`` (a folder, or a URI such as ``s3a://hudi/t``) in the worker's
-    session (registered by the first call); a name already given to another table fails rather than check the wrong
-    table."""
+def ensure_registered(worker: HudiWorker, name: str, base: Path | StorageSpec | str) -> None:
+    """Make ``name`` refer to the table at ``base`` (a folder, or a URI or ``StorageSpec`` the worker reaches, such
+    as ``s3a://hudi/t``) in the worker's session (registered by the first call); a name already given to another
+    table fails rather than check the wrong table."""
     if not any(r.get("tableName") == name for r in worker.sql(f"SHOW TABLES LIKE '{name}'")):
-        worker.register_table(name, base)
+        worker.register_table(name, base.uri if isinstance(base, StorageSpec) else base)
         return
     rows = worker.sql(f"DESCRIBE TABLE EXTENDED {name}")
     location = next((r["data_type"] for r in rows if r.get("col_name") == "Location"), None)
@@ -124,9 +126,12 @@ def _is_data_file(name: str) -> bool:
     return name.endswith(_BASE_FILE_EXTENSIONS)
 
 
-def storage_files(base: Path) -> dict[str, dict[str, int]]:
+def storage_files(base: Path | StorageSpec) -> dict[str, dict[str, int]]:
     """The data files in storage by partition (``""`` for a non-partitioned table): file name -> size. Partitions
-    are the folders holding a ``.hoodie_partition_metadata`` (as Hudi's storage listing finds them)."""
+    are the folders holding a ``.hoodie_partition_metadata`` (as Hudi's storage listing finds them). ``base``: a
+    local folder, or a ``StorageSpec`` listed through the daemon's ``open_storage`` (an object store)."""
+    if not isinstance(base, Path):
+        return _listed_files(open_storage(base))
     found: dict[str, dict[str, int]] = {}
     for folder, dirs, names in os.walk(base):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -136,6 +141,19 @@ def storage_files(base: Path) -> dict[str, dict[str, int]]:
         found[partition if partition != "." else ""] = {
             n: os.path.getsize(os.path.join(folder, n)) for n in names if _is_data_file(n)
         }
+    return found
+
+
+def _listed_files(storage: Storage) -> dict[str, dict[str, int]]:
+    found: dict[str, dict[str, int]] = {}
+    folders = [""]
+    while folders:
+        folder = folders.pop()
+        entries = storage.list_dir(folder)
+        folders += [e.path for e in entries if e.is_dir and not e.name.startswith(".")]
+        files = [e for e in entries if not e.is_dir]
+        if any(e.name.startswith(_PARTITION_METADATA) and not e.name.endswith(".crc") for e in files):
+            found[folder] = {e.name: e.size for e in files if _is_data_file(e.name)}
     return found
 
 
@@ -174,7 +192,8 @@ def _differs(row: Mapping[str, Any]) -> bool:
     return bool(row["is_present_in_fs"] != row["is_present_in_metadata"] or row["fs_size"] != row["metadata_size"])
 
 
-def validate_files(worker: HudiWorker, base: Path, name: str, *, uri: str | None = None) -> MetadataValidation:
+def validate_files(worker: HudiWorker, base: Path | StorageSpec, name: str, *, uri: str | None = None
+                   ) -> MetadataValidation:
     """``CALL validate_metadata_table_files(table => name, verbose => true)`` for the MDT's view of every file, set
     against storage. Proves that the MDT's ``files`` partition lists exactly the data files in storage, with their
     sizes, in every partition, and that it lists exactly the partitions in storage (run it with no writer in

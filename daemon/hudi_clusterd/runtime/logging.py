@@ -36,8 +36,9 @@ LogFormat = Literal["auto", "json", "console"]
 LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS: Final[tuple[LogFormat, ...]] = ("auto", "json", "console")
 
-NOISY_LOGGERS: Final = ("py4j", "pyspark")
-"""Library loggers held at WARNING whatever the configured level (py4j logs every gateway call at INFO)."""
+NOISY_LOGGERS: Final = ("py4j", "pyspark", "watchdog")
+"""Library loggers held at WARNING whatever the configured level (py4j logs every gateway call at INFO; watchdog
+logs every file event in the watched folders at DEBUG, among them each write of a log file kept there)."""
 
 _HANDLER_NAME: Final = "hudi_clusterd"
 

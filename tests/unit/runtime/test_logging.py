@@ -94,6 +94,19 @@ def test_configure_logging_holds_py4j_and_pyspark_at_warning() -> None:
     assert [line["event"] for line in json_lines(stream)] == ["real problem", "ours at debug"]
 
 
+def test_configure_logging_holds_watchdog_at_warning() -> None:
+    # Given DEBUG logging
+    stream = io.StringIO()
+    configure_logging("DEBUG", stream=stream)
+
+    # When watchdog logs a file event at DEBUG (one per write of a log file in a watched folder) and then an error
+    logging.getLogger("watchdog.observers.inotify_move_event_grouper").debug("in-event PathedInotifyEvent(...)")
+    logging.getLogger("watchdog.observers.inotify").error("queue_events() called when the thread is inactive")
+
+    # Then only the error is written
+    assert [line["event"] for line in json_lines(stream)] == ["queue_events() called when the thread is inactive"]
+
+
 def test_configure_logging_level_filters_our_lines() -> None:
     stream = io.StringIO()
     configure_logging("warning", stream=stream)
