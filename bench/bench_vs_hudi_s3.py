@@ -77,9 +77,10 @@ def download_latest(uri: str, options: Mapping[str, str], into: Path) -> list[st
     """The latest snapshot's base files of the table at ``uri``, copied into ``into`` (for the layout figures)."""
     from hudi_clusterd.storage import StorageSpec, open_storage
     from hudi_clusterd.table.hoodie_table import HoodieTable
+    from tests.harness.process_lock import ProcessLock
 
     storage = open_storage(StorageSpec(uri, dict(options)))
-    table = HoodieTable.open(uri, storage)
+    table = HoodieTable.open(uri, storage, lock_provider=ProcessLock())
     into.mkdir(parents=True, exist_ok=True)
     out = []
     for bf in table.file_system_view().latest_base_files():
