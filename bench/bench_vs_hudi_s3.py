@@ -75,9 +75,10 @@ def upload(client: Any, bucket: str, local: Path, prefix: str) -> None:
 
 def download_latest(uri: str, options: Mapping[str, str], into: Path) -> list[str]:
     """The latest snapshot's base files of the table at ``uri``, copied into ``into`` (for the layout figures)."""
+    from tests.harness.process_lock import ProcessLock
+
     from hudi_clusterd.storage import StorageSpec, open_storage
     from hudi_clusterd.table.hoodie_table import HoodieTable
-    from tests.harness.process_lock import ProcessLock
 
     storage = open_storage(StorageSpec(uri, dict(options)))
     table = HoodieTable.open(uri, storage, lock_provider=ProcessLock())
