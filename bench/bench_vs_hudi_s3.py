@@ -19,7 +19,8 @@ SeaweedFS, uncounted, under a fresh prefix):
 
 Per case: wall seconds of the process, CPU seconds of its process tree, S3 requests by kind (the proxy's counts
 during the case), files out, rows, files-scanned ratio of the latest snapshot (base files downloaded after the
-case), and for ours the lock hold time the clustering reports (``lock_held_s`` of its finished line).
+case), and for ours on S3 every holding of the table's lock (``HoodieTable.lock()``, recorded by
+``LockUsage.record``, which a wrapper of ``hudi-clusterd`` prints as it happens).
 
     python bench/bench_vs_hudi_s3.py                                          # 400k rows / 20 files, 2 rounds
     python bench/bench_vs_hudi_s3.py --rows 4000000 --files 200 --repeat 3    # the reference size
