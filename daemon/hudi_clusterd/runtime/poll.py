@@ -8,8 +8,8 @@ lists only the timeline folder (and ``.hoodie``, where ``hoodie.properties`` is,
 layout 2): one or two ``LIST`` requests, and it ticks when their files (names, sizes, versions, times) differ
 from those seen before the last tick. Folders are left out (an object store may keep listing an emptied one).
 
-A tick that was not quiet (it failed, was deferred, fired the trigger, or saw a pending plan), an explicit wake-up
-(a settings reload) and every `FULL_CHECK_EVERY`-th poll tick anyway.
+The worker ticks anyway after a tick that was not quiet (it failed, was deferred, fired the trigger, or saw a
+pending plan), on an explicit wake-up (a settings reload), and at every `FULL_CHECK_EVERY`-th poll.
 """
 
 from __future__ import annotations
