@@ -275,6 +275,26 @@ def start_moto(root: Path) -> tuple[DynamoServer, ServerProcess]:
     return server, proc
 
 
+def start_moto_checking_credentials(root: Path, requests_without: int) -> tuple[str, ServerProcess]:
+    """A moto server that checks credentials and IAM policies once its first ``requests_without`` requests are
+    spent (those set up its users and tables, with any keys): its endpoint. Readiness is a TCP connection, which
+    spends none of them."""
+    moto = _tool("moto_server")
+    if moto is None:
+        raise ServerError("moto_server not found: pip install 'moto[server]==5.2.5' (the test extra)")
+    port = free_port()
+    proc = _spawn("moto (credentials checked)", [moto, "-H", "127.0.0.1", "-p", str(port)],
+                  root / f"moto-auth-{port}.log",
+                  env=clean_env({"INITIAL_NO_AUTH_ACTION_COUNT": str(requests_without)}))
+
+    def listening() -> bool:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+
+    _wait_ready(proc, listening, timeout_s=60)
+    return f"http://127.0.0.1:{port}", proc
+
+
 # --- ZooKeeper ----------------------------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock import LocalMutexes
 from hudi_clusterd.lock.dynamodb import DynamoDBLockProvider
 from hudi_clusterd.lock.dynamodb_config import dynamodb_lock_config
-from tests.harness.servers import ServerProcess, clean_env, free_port
+from tests.harness.servers import clean_env, free_port, start_moto_checking_credentials
 from tests.support import REPO_ROOT
 
 LEASE_MS = 2000
@@ -480,27 +480,10 @@ def iam_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     """A moto server that checks credentials and IAM policies after its first four requests (which make a user
     allowed to describe the lock table and read items only, and the lock table): its endpoint and that user's
     keys."""
-    moto = Path(sys.executable).parent / "moto_server"
-    port = free_port()
-    log = tmp_path_factory.mktemp("moto-iam") / "moto.log"
-    with open(log, "wb") as out:
-        popen = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], stdout=out,
-                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                 env=clean_env({"INITIAL_NO_AUTH_ACTION_COUNT": "4"}))
-    proc = ServerProcess("moto-iam", popen, log)
-    try:
-        deadline = time.monotonic() + 60
-        while True:  # a TCP connection: readiness must not spend one of the four requests
-            assert proc.alive(), proc.first_error()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "moto (IAM) did not start"
-                time.sleep(0.2)
-        import boto3
+    import boto3
 
-        endpoint = f"http://127.0.0.1:{port}"
+    endpoint, proc = start_moto_checking_credentials(tmp_path_factory.mktemp("moto-iam"), 4)
+    try:
         admin = {"endpoint_url": endpoint, "region_name": "us-east-1", "aws_access_key_id": "admin",
                  "aws_secret_access_key": "admin"}
         iam = boto3.client("iam", **admin)

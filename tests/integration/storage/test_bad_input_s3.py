@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from hudi_clusterd.storage import ObjectStorage, StorageSpec, open_storage
 from tests.builders import TableGen
 from tests.harness.daemon_harness import _clusterd_in_process
 from tests.harness.process_lock import ProcessLock
-from tests.harness.servers import ServerProcess, clean_env, free_port
+from tests.harness.servers import free_port, start_moto_checking_credentials
 
 STORAGE_LOCK = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
 ZOOKEEPER_LOCK = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
@@ -55,25 +53,8 @@ def iam_dynamodb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     did not issue is refused. Its endpoint."""
     import boto3
 
-    moto = Path(sys.executable).parent / "moto_server"
-    port = free_port()
-    log = tmp_path_factory.mktemp("moto-iam") / "moto.log"
-    with open(log, "wb") as out:
-        popen = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], stdout=out,
-                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                 env=clean_env({"INITIAL_NO_AUTH_ACTION_COUNT": "1"}))
-    proc = ServerProcess("moto-iam", popen, log)
+    endpoint, proc = start_moto_checking_credentials(tmp_path_factory.mktemp("moto-iam"), 1)
     try:
-        deadline = time.monotonic() + 60
-        while True:  # a TCP connection: readiness must not spend the one request without credentials
-            assert proc.alive(), proc.first_error()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "moto (IAM) did not start"
-                time.sleep(0.2)
-        endpoint = f"http://127.0.0.1:{port}"
         boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="admin",
                      aws_secret_access_key="admin").create_table(
             TableName="hudi_locks", KeySchema=[{"AttributeName": "key", "KeyType": "HASH"}],
