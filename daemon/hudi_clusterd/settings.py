@@ -47,6 +47,7 @@ from typing import Any
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError
 from hudi_clusterd.formats.java_properties import parse_properties_document
+from hudi_clusterd.lock.base_path_id import s3a_to_s3
 from hudi_clusterd.lock.registry import lock_problems, lock_properties
 from hudi_clusterd.settings_keys import DAEMON_KEYS, LogFormat, WatchMode, settings_reference
 
@@ -302,10 +303,7 @@ def _path_identity(base_path: str) -> str:
     """Where a table is, whatever spelling names it: ``file://`` or a plain path, ``s3a://`` or ``s3://``."""
     if base_path.startswith("file://"):
         return os.path.normpath(base_path[len("file://") :] or "/")
-    scheme, sep, rest = base_path.partition("://")
-    if sep and scheme.lower() == "s3a":
-        return "s3://" + rest
-    return base_path
+    return s3a_to_s3(base_path)
 
 
 def _did_you_mean(key: str) -> str:

@@ -22,11 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-import xxhash
-
 from hudi_clusterd.domain.values import java_int, java_long
 from hudi_clusterd.errors import LockError, MetadataDecodeError, StorageError
 from hudi_clusterd.formats.java_properties import parse_properties
+from hudi_clusterd.lock.base_path_id import base_path_id
 from hudi_clusterd.storage import Storage
 
 DYNAMODB_PROVIDER = "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider"
@@ -58,12 +57,9 @@ DEFAULT_CREATION_TIMEOUT_MS = 120_000
 DEFAULT_LEASE_MS = 60_000
 MIN_LEASE_MS = 1_000
 """A shorter lease leaves no time to renew it between heartbeats over a network."""
-IMPLICIT_SEED = 0xFFFFFFFFDABADABA
-"""Hudi's ``HashID`` seed, ``(long) 0xdabadaba``, as an unsigned 64-bit number."""
 
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
 _REGION_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
-_S3A = re.compile(r"^s3a://", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,15 +103,10 @@ class DynamoDBLockConfig:
         return self.lease_ms / 1000.0
 
 
-def s3a_to_s3(path: str) -> str:
-    """Hudi's ``FSUtils.s3aToS3``: a leading ``s3a://`` (any case) becomes ``s3://``."""
-    return _S3A.sub("s3://", path, count=1)
-
-
 def implicit_partition_key(base_path: str) -> str:
     """The partition key of ``DynamoDBBasedImplicitPartitionKeyLockProvider``: Hudi's
     ``HashID.generateXXHashAsString(s3aToS3(base_path), BITS_64)``, upper-case hex of the big-endian hash."""
-    return xxhash.xxh64(s3a_to_s3(base_path).encode("utf-8"), seed=IMPLICIT_SEED).hexdigest().upper()
+    return base_path_id(base_path)
 
 
 def endpoint_url(raw: str) -> str:
@@ -307,5 +298,4 @@ __all__ = [
     "implicit_partition_key",
     "partition_key",
     "reference",
-    "s3a_to_s3",
 ]

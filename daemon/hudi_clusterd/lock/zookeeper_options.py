@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import structlog
-import xxhash
 from kazoo.hosts import collect_hosts
 
 from hudi_clusterd.domain.values import java_int
+from hudi_clusterd.lock.base_path_id import base_path_id
 
 log = structlog.get_logger(__name__)
 
@@ -40,8 +40,6 @@ TABLE_BASE_PATH_KEY = "hoodie.base.path"
 IMPLICIT_ROOT = "/tmp/"
 IMPLICIT_LOCK_KEY = "lock_key"
 """The implicit provider's lock key: this literal text, whatever ``hoodie.write.lock.zookeeper.lock_key`` says."""
-HASH_SEED = 0xFFFFFFFFDABADABA
-"""Hudi's ``HashID`` XXHash seed, ``(long) 0xdabadaba``."""
 DEFAULT_APP_ID = "hudi-clusterd"
 
 _INT_KEYS = {  # key -> (Hudi's default, least value allowed)
@@ -51,7 +49,6 @@ _INT_KEYS = {  # key -> (Hudi's default, least value allowed)
     RETRY_WAIT_KEY: (1_000, 1),
     RETRY_MAX_WAIT_KEY: (16_000, 1),
 }
-_S3A = re.compile(r"^s3a://", re.IGNORECASE | re.ASCII)
 _BAD_PATH_CHARS = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff]")
 
 
@@ -87,15 +84,9 @@ class ZooKeeperOptions:
         return self.connection_timeout_ms / 1000.0
 
 
-def s3a_to_s3(base_path: str) -> str:
-    """Hudi's ``FSUtils.s3aToS3``: a leading ``s3a://`` (any case) becomes ``s3://``."""
-    return _S3A.sub("s3://", base_path, count=1)
-
-
 def implicit_base_path(table_base_path: str) -> str:
     """The ZooKeeper base path ``ZookeeperBasedImplicitBasePathLockProvider`` derives from a table's base path."""
-    digest = xxhash.xxh64(s3a_to_s3(table_base_path).encode("utf-8"), seed=HASH_SEED).hexdigest().upper()
-    return IMPLICIT_ROOT + digest
+    return IMPLICIT_ROOT + base_path_id(table_base_path)
 
 
 def path_problem(path: str) -> str | None:
@@ -227,6 +218,6 @@ __all__ = [
     "APP_ID_KEY", "BASE_PATH_KEY", "CONNECTION_TIMEOUT_KEY", "IMPLICIT_LOCK_KEY", "IMPLICIT_ZOOKEEPER_PROVIDER",
     "LOCK_KEY_KEY", "NUM_RETRIES_KEY", "PORT_KEY", "RETRY_MAX_WAIT_KEY", "RETRY_WAIT_KEY", "SESSION_TIMEOUT_KEY",
     "TABLE_BASE_PATH_KEY", "TABLE_NAME_KEY", "URL_KEY", "ZOOKEEPER_PROVIDER", "ZooKeeperOptions",
-    "implicit_base_path", "path_problem", "s3a_to_s3", "zookeeper_options", "zookeeper_problems",
+    "implicit_base_path", "path_problem", "zookeeper_options", "zookeeper_problems",
     "zookeeper_reference",
 ]

@@ -9,6 +9,7 @@ import pytest
 
 from hudi_clusterd.errors import ConfigError, LockError
 from hudi_clusterd.lock import PROVIDER_KEY, lock_problems, lock_properties, lock_provider_from_properties
+from hudi_clusterd.lock.base_path_id import s3a_to_s3
 from hudi_clusterd.lock.dynamodb import DynamoDBLockProvider
 from hudi_clusterd.lock.dynamodb_config import (
     DYNAMODB_IMPLICIT_PROVIDER,
@@ -18,7 +19,6 @@ from hudi_clusterd.lock.dynamodb_config import (
     endpoint_url,
     implicit_partition_key,
     partition_key,
-    s3a_to_s3,
 )
 from hudi_clusterd.settings import TableSpec
 from hudi_clusterd.storage import open_storage

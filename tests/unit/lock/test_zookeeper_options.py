@@ -3,12 +3,12 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
+from hudi_clusterd.lock.base_path_id import s3a_to_s3
 from hudi_clusterd.lock.zookeeper_options import (
     DEFAULT_APP_ID,
     ZooKeeperOptions,
     implicit_base_path,
     path_problem,
-    s3a_to_s3,
     zookeeper_options,
     zookeeper_problems,
 )

@@ -86,6 +86,12 @@ def xxhash64(data: bytes, seed: int = HASH_SEED) -> int:
     return h
 
 
+def xxhash_hex(text: str) -> str:
+    """``HashID.generateXXHashAsString(text, BITS_64)``: the 8 big-endian bytes of XXH64 (Hudi's seed) of the UTF-8
+    text, as upper-case hex."""
+    return f"{xxhash64(text.encode('utf-8')):016X}"
+
+
 def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
