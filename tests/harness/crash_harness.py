@@ -131,11 +131,12 @@ def _signal_all(pids: set[int], sig: int) -> None:
 
 class CrashableDaemon:
     """``python -m hudi_clusterd run --props FILE`` (driver, Spark JVM, Python workers), its JSON log tailed
-    incrementally. ``freeze`` stops the whole process tree; ``kill`` SIGKILLs what was frozen."""
+    incrementally. ``freeze`` stops the whole process tree; ``kill`` SIGKILLs what was frozen. ``env``: variables
+    added to this process's environment (an object store's, ``S3Server.env()``)."""
 
-    def __init__(self, props: Path, log_file: Path) -> None:
+    def __init__(self, props: Path, log_file: Path, *, env: Mapping[str, str] | None = None) -> None:
         self.log_file = log_file
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+        env = {**os.environ, **(env or {}), "PYSPARK_PYTHON": sys.executable}
         self._log = open(log_file, "ab")  # noqa: SIM115 - closed in close()
         self._offset = log_file.stat().st_size
         self._partial = b""
