@@ -151,8 +151,8 @@ class Metrics:
         )
         self.leases_lost = _counter(
             reg, "lock_leases_lost_total", t,
-            "Leases of the table lock lost while held (nothing more was written under them; the work is rolled "
-            "back later).",
+            "Leases of the table lock lost while held (nothing more was written under them; the work is checked "
+            "again and committed under a new lease, or rolled back).",
         )  # fmt: skip
         # Per process.
         self.config_reloads = _counter(
