@@ -1,6 +1,8 @@
 """A daemon that loses its lease writes nothing more (issue #27, must-show 4): a real ``hudi-clusterd run`` process
 clusters a table Apache Hudi writes on the S3 server, under the lock Hudi's writers share, and is frozen (SIGSTOP
-of its whole process tree: driver, Spark JVM, Python workers) while it holds that lock to commit a clustering.
+of its whole process tree: driver, Spark JVM, Python workers) while it holds that lock to commit a clustering:
+right after it took the lock, or (stepped on a few milliseconds at a time) once its metadata table's deltacommit
+is completed and its replacecommit not yet; CI runs each lock service at one of the two moments, ``-m slow`` both.
 
 - DynamoDB (Hudi 0.15.0, table version 6): the lease is ``hoodie.write.lock.wait_time_ms`` = 5 s on both sides;
   frozen, the daemon stops renewing it, and Hudi's ``DynamoDBBasedLockProvider`` takes the item over once its
@@ -21,6 +23,7 @@ metadata table lists exactly what the bucket holds.
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -39,7 +42,15 @@ from tests.harness.crash_harness import (
     mdt_orphan_files,
     stream_pending_work,
 )
-from tests.harness.daemon_harness import clusterings, metric, pending_clusterings, scrape, wait_for, write_props
+from tests.harness.daemon_harness import (
+    clusterings,
+    completed,
+    metric,
+    pending_clusterings,
+    scrape,
+    wait_for,
+    write_props,
+)
 from tests.harness.hudi_rs_checks import assert_no_orphan_files, hudi_rs_rows, s3_storage_options
 from tests.harness.hudi_s3 import (
     LOCK_TABLE,
@@ -59,8 +70,17 @@ from tests.support import free_port
 pytestmark = [pytest.mark.hudi, pytest.mark.hudi_s3]
 
 DYNAMODB, ZOOKEEPER = "dynamodb", "zookeeper"
-CASES = [pytest.param(HUDI_0_15, DYNAMODB, id="hudi-0.15-dynamodb"),
-         pytest.param(HUDI_1_2_V9, ZOOKEEPER, id="hudi-1.2-v9-zookeeper")]
+LOCK_TAKEN, METADATA_COMMITTED = "lock_taken", "metadata_committed"
+CASES = [pytest.param(HUDI_0_15, DYNAMODB, LOCK_TAKEN, id="hudi-0.15-dynamodb-lock-taken"),
+         pytest.param(HUDI_1_2_V9, ZOOKEEPER, METADATA_COMMITTED, id="hudi-1.2-v9-zookeeper-metadata-committed"),
+         pytest.param(HUDI_0_15, DYNAMODB, METADATA_COMMITTED, id="hudi-0.15-dynamodb-metadata-committed",
+                      marks=pytest.mark.slow),
+         pytest.param(HUDI_1_2_V9, ZOOKEEPER, LOCK_TAKEN, id="hudi-1.2-v9-zookeeper-lock-taken",
+                      marks=pytest.mark.slow)]
+"""(release and lock, the moment of the commit the daemon is frozen at: right after it took the lock, or once its
+metadata table's deltacommit is completed and its replacecommit not yet)"""
+STEP_BUDGET_S = 3.0  # stepping from the lock to the metadata table's commit (within the 4 s the lease allows)
+FAILED = "clustering failed; rolling back"
 LEASE_MS = 5000
 """``hoodie.write.lock.wait_time_ms``: the DynamoDB lease of both sides (heartbeat every third)."""
 SESSION_MS = 4000
@@ -151,10 +171,28 @@ class LockService:
             self.client.close()
 
 
-def _freeze_holding_commit_lock(daemon: CrashableDaemon, locks: LockService, timeout: float = 240) -> dict[str, Any]:
+def _step_to_metadata_commit(daemon: CrashableDaemon, table: StorageSpec, instant: str) -> bool:
+    """From a freeze inside the commit, run the daemon in slices of a few milliseconds until its metadata table's
+    deltacommit of ``instant`` is completed (it logs it) and its replacecommit is not; returns frozen, False when
+    that moment went by."""
+    deadline = time.monotonic() + STEP_BUDGET_S
+    while time.monotonic() < deadline:
+        daemon.step(random.uniform(0.001, 0.004))
+        daemon.poll_events()
+        if daemon.count("metadata table updated", instant):
+            return instant not in completed(table, "replacecommit") and not daemon.count("clustering completed",
+                                                                                         instant)
+        if daemon.count("clustering completed", instant) or daemon.count(FAILED, instant):
+            return False
+    return False
+
+
+def _freeze_holding_commit_lock(daemon: CrashableDaemon, locks: LockService, table: StorageSpec, moment: str,
+                                timeout: float = 240) -> dict[str, Any]:
     """Wait for a clustering whose groups are all written, then freeze the daemon the moment it logs taking the
-    lock for the commit, and make sure the lock service still shows it holding the lock. Returns the plan and the
-    daemon's identity in the lock service."""
+    lock for the commit, and make sure the lock service still shows it holding the lock; at ``moment``
+    ``metadata_committed``, step it on to its metadata table's deltacommit. Returns the plan and the daemon's
+    identity in the lock service."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         events = daemon.poll_events()
@@ -176,7 +214,9 @@ def _freeze_holding_commit_lock(daemon: CrashableDaemon, locks: LockService, tim
                 daemon.freeze()
                 time.sleep(0.05)
                 ours = locks.identity(taken[-1])
-                if ours in locks.holders() and daemon.count("clustering completed", instant) == 0:
+                if (ours in locks.holders() and daemon.count("clustering completed", instant) == 0
+                        and (moment == LOCK_TAKEN or _step_to_metadata_commit(daemon, table, instant))
+                        and ours in locks.holders()):
                     return {"instant": instant, "groups": groups, "identity": ours}
                 daemon.thaw()  # released meanwhile: wait for the next plan
                 break
@@ -195,10 +235,10 @@ def lock_server(request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue(f"{request.node.callspec.params['kind']}_server")
 
 
-@pytest.mark.parametrize(("setup", "kind"), CASES)
+@pytest.mark.parametrize(("setup", "kind", "moment"), CASES)
 def test_a_daemon_that_lost_its_lease_writes_nothing_and_recovers(
-        setup: HudiSetup, kind: str, s3_hudi: Callable[[HudiSetup], HudiWorker], s3_server: Any, lock_server: Any,
-        tmp_path: Path) -> None:
+        setup: HudiSetup, kind: str, moment: str, s3_hudi: Callable[[HudiSetup], HudiWorker], s3_server: Any,
+        lock_server: Any, tmp_path: Path) -> None:
     started = time.monotonic()
     worker = s3_hudi(setup)
     uri = s3a_uri(s3_server.fresh_uri("lease"))
@@ -229,7 +269,8 @@ def test_a_daemon_that_lost_its_lease_writes_nothing_and_recovers(
     hudi_holds = False
     try:
         # When the daemon is frozen while it holds the lock to commit a clustering, ...
-        caught = _freeze_holding_commit_lock(daemon, locks)
+        table = StorageSpec(uri, s3_server.storage_options())
+        caught = _freeze_holding_commit_lock(daemon, locks, table, moment)
         frozen_at = time.monotonic()
         instant = caught["instant"]
         # ... past its lease (DynamoDB) or session (ZooKeeper), ...
@@ -269,17 +310,18 @@ def test_a_daemon_that_lost_its_lease_writes_nothing_and_recovers(
         # And once Hudi releases the lock, the daemon recovers on its own: ...
         worker.lock_release("after")
         hudi_holds = False
-        table = StorageSpec(uri, s3_server.storage_options())
 
-        def outcomes() -> list[dict[str, Any]]:
-            return [e for e in daemon.poll_events() if e.get("instant") == instant and e.get("event") in FINISHED]
+        def done() -> bool:
+            daemon.poll_events()
+            return daemon.count("clustering completed", instant) > 0 and not pending_clusterings(table)
 
-        wait_for(lambda: bool(outcomes()) and not pending_clusterings(table), 240, "the daemon's recovery",
-                 daemon.proc, interval=0.5)
-        outcome = outcomes()[0]
+        wait_for(done, 240, "the daemon's recovery", daemon.proc, interval=0.5)
         # (the groups Hudi's upsert did not touch are clustered, under a new lease, after a check against the
-        # timeline as it is then)
-        assert outcome["outcome"] == "completed" and clusterings(table, replaced=True) == [instant], outcome
+        # timeline as it is then: at once when nothing was written under the lost lease, after a rollback of the
+        # attempt and a new one when its metadata table's deltacommit was)
+        attempts = [e for e in daemon.events if e.get("instant") == instant and e.get("event") in FINISHED]
+        assert [e["outcome"] for e in attempts] == (["completed"] if moment == LOCK_TAKEN else ["failed", "completed"])
+        assert clusterings(table, replaced=True) == [instant]
         # (the lost lease is counted, reported after the tick)
         wait_for(lambda: metric(scrape(port), "hudi_clusterd_lock_leases_lost_total", table="events") >= 1, 60,
                  "the lost lease in the daemon's metrics", daemon.proc, interval=0.5)
@@ -303,7 +345,7 @@ def test_a_daemon_that_lost_its_lease_writes_nothing_and_recovers(
     assert not left_behind(mirror, stream_pending_work)
     # ... and Hudi's metadata table lists exactly what the bucket holds
     validate_files(worker, mirror, table_name, uri=uri).assert_clean()
-    print(f"{setup.name} + {kind}: daemon frozen {frozen_s:.1f} s holding the commit's lock of {instant} "
+    print(f"{setup.name} + {kind} at {moment}: daemon frozen {frozen_s:.1f} s holding the commit's lock of {instant} "
           f"({caught['groups']} groups); Hudi's upsert took {upsert_s:.1f} s, Hudi's lock then taken in "
           f"{held['waited_s']:.2f} s; the resumed daemon logged {len(lost)} lost lease(s) "
           f"({lost[0].get('reason', '')!s:.80}), wrote nothing in {RESUMED_S:.0f} s "
