@@ -112,7 +112,7 @@ DAEMON_KEYS: dict[str, DaemonKey] = {
         "object_store_reader", "python", _enum(ObjectStoreReader),
         "Who reads a clustering group's files on S3: python (Spark's Python workers, through the daemon's own "
         "object-store client; nothing to install) or s3a (Spark's Parquet reader through Hadoop's S3A connector, "
-        "fetched by python -m hudi_clusterd.engine.s3a and put on spark.jars). GCS and Azure: always python."),
+        "fetched by python -m hudi_clusterd.engine.s3a and put on Spark's class path). GCS and Azure: always python."),
     "clusterd.poll.interval.seconds": DaemonKey(
         "poll_interval_seconds", "10", _positive_seconds,
         "Seconds between full timeline checks of every table (the safety net under file-system events)."),

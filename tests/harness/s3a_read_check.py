@@ -1,7 +1,7 @@
 """Read every partition's base files of a table on S3 with both readers of the daemon's Spark side and report
 what each gave: ``python -m tests.harness.s3a_read_check <uri> <storage options as JSON>`` prints one JSON line.
 
-In a process of its own because Hadoop's S3A jars must be on ``spark.jars`` before the JVM starts
+In a process of its own because Hadoop's S3A jars must be on the class path before the JVM starts
 (`build_runner(..., s3a_reader=True)`). Per partition: the schema and the sorted rows of `read_group` through S3A
 and through the Python workers, the rows of the group's scan (`GroupScan.map_files`) from Spark's frame and from
 the files, and the files Spark's reader was given (``inputFiles``)."""

@@ -5,7 +5,7 @@ connector. The connector must match that Hadoop version exactly: `S3A_ARTIFACTS`
 ``hadoop-aws`` and the AWS SDK v2 bundle (and the analytics accelerator) that its pom declares. The set-up command
 (`SETUP_COMMAND`, this module run as a program) copies them from Maven Central with ``mvn dependency:copy`` into
 `jars_dir` (``$CLUSTERD_S3A_JARS``, else ``~/.cache/hudi-clusterd/s3a-<hadoop version>``); a session set to read
-through S3A puts them on ``spark.jars`` (`s3a_session_conf`), and a jar missing there is a one-line `ConfigError`
+through S3A puts them on its class path (`s3a_session_conf`), and a jar missing there is a one-line `ConfigError`
 naming the coordinates and the command.
 """
 
@@ -85,13 +85,16 @@ def s3a_jars() -> list[Path]:
     return jars
 
 
-def s3a_session_conf(conf: Mapping[str, str]) -> dict[str, str]:
-    """``conf`` with the connector's jars added to ``spark.jars`` and ``s3://`` served by S3A too (a value the
-    user set for ``spark.hadoop.fs.s3.impl`` wins)."""
+def s3a_session_conf(conf: Mapping[str, str], master: str = "local[*]") -> dict[str, str]:
+    """``conf`` with the connector's jars on the session's class path and ``s3://`` served by S3A too (a value
+    the user set for ``spark.hadoop.fs.s3.impl`` wins). A local master runs its tasks in the driver's JVM: the
+    jars join ``spark.driver.extraClassPath`` there (``spark.jars`` would copy the 700 MB of them into the
+    session's work folder at every start); a cluster's executors get them through ``spark.jars``."""
     out = dict(conf)
     jars = [str(p) for p in s3a_jars()]
-    given = [j for j in out.get("spark.jars", "").split(",") if j.strip()]
-    out["spark.jars"] = ",".join([*given, *(j for j in jars if j not in given)])
+    key, sep = ("spark.driver.extraClassPath", os.pathsep) if master.startswith("local") else ("spark.jars", ",")
+    given = [j for j in out.get(key, "").split(sep) if j.strip()]
+    out[key] = sep.join([*given, *(j for j in jars if j not in given)])
     out.setdefault("spark.hadoop.fs.s3.impl", S3A_FILE_SYSTEM)
     return out
 

@@ -1,6 +1,6 @@
 """Spark's S3A reader (``clusterd.spark.object.store.reader=s3a``) on a table on S3 (SeaweedFS): it reads exactly
 the rows and schema the Python workers read, and ``hudi-clusterd cluster`` clusters a table through it. Both run
-in processes of their own (the connector's jars go on ``spark.jars`` before the JVM starts); they skip, naming
+in processes of their own (the connector's jars go on the class path before the JVM starts); they skip, naming
 the set-up command, when the jars are not fetched (and fail under ``CLUSTERD_REQUIRE_HUDI=1``, as in CI)."""
 
 from __future__ import annotations

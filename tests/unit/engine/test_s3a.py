@@ -3,6 +3,7 @@ naming the coordinates and the command."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,12 @@ def test_the_jars_join_the_users_spark_jars_and_s3_is_served_by_s3a(tmp_path: Pa
     names = [s3a.jar_name(c) for c in s3a.artifacts(s3a.hadoop_version())]
     for name in names:
         (tmp_path / name).write_bytes(b"jar")
-    conf = s3a.s3a_session_conf({"spark.jars": "/opt/mine.jar", "spark.executor.memory": "2g"})
+    conf = s3a.s3a_session_conf({"spark.jars": "/opt/mine.jar", "spark.executor.memory": "2g"},
+                                "spark://127.0.0.1:7077")
     assert conf["spark.jars"].split(",") == ["/opt/mine.jar", *(str(tmp_path / n) for n in names)]
+    local = s3a.s3a_session_conf({"spark.jars": "/opt/mine.jar"}, "local[2]")
+    assert local["spark.jars"] == "/opt/mine.jar"
+    assert local["spark.driver.extraClassPath"].split(os.pathsep) == [str(tmp_path / n) for n in names]
     assert conf["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
     assert conf["spark.executor.memory"] == "2g"
     assert s3a.s3a_session_conf({"spark.hadoop.fs.s3.impl": "mine"})["spark.hadoop.fs.s3.impl"] == "mine"

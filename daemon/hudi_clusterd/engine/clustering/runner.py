@@ -104,7 +104,7 @@ class SparkGroupRunner:
         self.spark = spark
         self.owns_session = owns_session
         # groups on S3 read by Spark's Parquet reader through Hadoop's S3A connector (its jars on the session's
-        # spark.jars: `s3a.s3a_session_conf`) rather than in the Python workers
+        # class path: `s3a.s3a_session_conf`) rather than in the Python workers
         self.s3a_reader = s3a_reader
         self.connect = is_connect_session(spark)
         self._active: dict[str, set[str]] = {}
@@ -281,10 +281,10 @@ def build_runner(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = 
                  s3a_reader: bool = False) -> SparkGroupRunner:
     """A runner on the process-wide SparkSession for ``master``. Closing it stops the session when the runner
     started it; a session the process already had (its host application's) is left running. ``s3a_reader``:
-    groups on S3 are read through Hadoop's S3A connector, whose jars go on ``spark.jars`` (`ConfigError` naming
+    groups on S3 are read through Hadoop's S3A connector, whose jars go on the class path (`ConfigError` naming
     the set-up command when they are missing)."""
     joined = not is_connect_master(master) and classic_session_running()
-    session_conf = s3a_session_conf(conf or {}) if s3a_reader else dict(conf or {})
+    session_conf = s3a_session_conf(conf or {}, master) if s3a_reader else dict(conf or {})
     return SparkGroupRunner(get_or_create_session(master, conf=session_conf), owns_session=not joined,
                             s3a_reader=s3a_reader)
 
