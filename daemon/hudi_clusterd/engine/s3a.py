@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hudi_clusterd.errors import ConfigError
-from hudi_clusterd.storage.object_hadoop import S3A_FILE_SYSTEM
+from hudi_clusterd.storage.object_hadoop import S3_SCHEME_KEY, S3A_FILE_SYSTEM
 
 SETUP_COMMAND = "python -m hudi_clusterd.engine.s3a"
 JARS_ENV = "CLUSTERD_S3A_JARS"
@@ -95,7 +95,7 @@ def s3a_session_conf(conf: Mapping[str, str], master: str = "local[*]") -> dict[
     key, sep = ("spark.driver.extraClassPath", os.pathsep) if master.startswith("local") else ("spark.jars", ",")
     given = [j for j in out.get(key, "").split(sep) if j.strip()]
     out[key] = sep.join([*given, *(j for j in jars if j not in given)])
-    out.setdefault("spark.hadoop.fs.s3.impl", S3A_FILE_SYSTEM)
+    out.setdefault(S3_SCHEME_KEY, S3A_FILE_SYSTEM)
     return out
 
 

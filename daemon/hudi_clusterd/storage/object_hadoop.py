@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from hudi_clusterd.storage.object_config import STORE_KEY, Location, truthy
 
 S3A_FILE_SYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+S3_SCHEME_KEY = "spark.hadoop.fs.s3.impl"
+"""The Spark setting that has ``s3://`` served by `S3A_FILE_SYSTEM` too."""
 _SIMPLE = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
 _TEMPORARY = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
 _ALIASES = {
@@ -69,4 +71,4 @@ def s3a_bucket_options(loc: Location, options: Mapping[str, str], env: Mapping[s
     return {f"fs.s3a.bucket.{loc.bucket}.{key}": value for key, value in out.items()}
 
 
-__all__ = ["S3A_FILE_SYSTEM", "s3a_bucket_options"]
+__all__ = ["S3A_FILE_SYSTEM", "S3_SCHEME_KEY", "s3a_bucket_options"]
