@@ -141,13 +141,17 @@ class SparkGroupRunner:
         session first, so that S3A reaches the objects exactly where this process's client does."""
         if storage.spark_readable:
             return [literal_read_path(storage.uri(f.path)) for f in files]
-        options = storage.s3a_options() if self.s3a_reader else None
+        options = self._s3a_options(storage)
         if options is None:
             return None
         for key, value in options.items():
             if self.spark.conf.get(key, None) != value:
                 self.spark.conf.set(key, value)
         return [literal_read_path(s3a_uri(storage.uri(f.path))) for f in files]
+
+    def _s3a_options(self, storage: Storage) -> dict[str, str] | None:
+        """The S3A settings of a storage this runner reads through S3A; None where the Python workers read it."""
+        return storage.s3a_options() if self.s3a_reader and not storage.spark_readable else None
 
     def output_shape(self, storage: Storage, plan: ClusteringPlan, index: int, rows: int,
                      input_bytes: int = 0) -> OutputShape:
@@ -185,7 +189,7 @@ class SparkGroupRunner:
         columns = order.sort_columns
         if not columns:
             return GroupLayout(df.repartition(n_out), rows, shape, data_schema)
-        frame = df if not storage.spark_readable and self.s3a_reader and storage.s3a_options() is not None else None
+        frame = df if self._s3a_options(storage) is not None else None  # S3A's rows, else the files in Python
         scan = GroupScan(self.spark, storage.spec, tuple(files), df.schema, frame)
         runs = exchange_layout(df, scan, columns, order.layout_strategy, order.curve_build_method,
                                order.curve_sample_size, n_out,
