@@ -15,7 +15,11 @@ SeaweedFS, uncounted, under a fresh prefix):
   connector (``tests/harness/hudi_s3.py``), the same lock (ZooKeeper: no S3 requests for the lock on either side);
 * ``ours-local``: ours on a local copy (the cost of the store);
 * ``ours-s3-dynamodb``, ``ours-s3-storage``: ours on S3 with the DynamoDB lock (moto) and with the storage lock on
-  S3 (``--locks``), for the lock hold time per provider.
+  S3 (``--locks``), for the lock hold time per provider;
+* ``ours-s3-s3a`` (only when ``--cases`` names it): ours on S3 with Spark reading the group's files through
+  Hadoop's S3A connector (``--object-store-reader s3a``; ``ours-s3`` reads them in the Python workers), the same
+  lock as ``ours-s3``: the two readers of the Spark side on the same table. Needs the connector's jars
+  (``python -m hudi_clusterd.engine.s3a``).
 
 Per case: wall seconds of the process, CPU seconds of its process tree, S3 requests by kind (the proxy's counts
 during the case), files out, rows, files-scanned ratio of the latest snapshot (base files downloaded after the
@@ -25,6 +29,7 @@ case), and for ours on S3 every holding of the table's lock (``HoodieTable.lock(
     python bench/bench_vs_hudi_s3.py                                          # 400k rows / 20 files, 2 rounds
     python bench/bench_vs_hudi_s3.py --rows 4000000 --files 200 --repeat 3    # the reference size
     python bench/bench_vs_hudi_s3.py --strategies linear,zorder,hilbert --locks zookeeper,dynamodb,storage
+    python bench/bench_vs_hudi_s3.py --cases ours-s3,ours-s3-s3a --repeat 3  # Spark's two readers on S3
 """
 
 from __future__ import annotations
@@ -102,13 +107,13 @@ def lock_props(lock: str, servers: Any, uri: str) -> dict[str, str]:
     return {"hoodie.write.lock.provider": STORAGE_LOCK}
 
 
-def run_ours_s3(uri: str, strategy: str, s: vs.Setting, lock: Mapping[str, str], env: Mapping[str, str]
-                ) -> tuple[float, dict[str, Any]]:
+def run_ours_s3(uri: str, strategy: str, s: vs.Setting, lock: Mapping[str, str], env: Mapping[str, str],
+                reader: str = "python") -> tuple[float, dict[str, Any]]:
     props = s.work / f"ours-s3-{strategy}.properties"
     props.write_text("".join(f"{k}={v}\n" for k, v in {**vs.clustering_props(strategy, s.sample_size),
                                                          "hoodie.table.name": "events", **lock}.items()))
     argv = [sys.executable, "-c", _OURS_TIMED, "--log-level", "WARNING", "cluster", "--base-path", uri,
-            "--props", str(props), "--force", "--spark-master", s.master]
+            "--props", str(props), "--force", "--spark-master", s.master, "--object-store-reader", reader]
     for key, value in {"spark.driver.memory": s.driver_memory, **s.conf}.items():
         argv += ["--spark-conf", f"{key}={value}"]
     start = time.perf_counter()
@@ -156,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategies", default="hilbert")
     parser.add_argument("--locks", default="zookeeper,dynamodb,storage",
                         help="lock providers of ours on S3 (zookeeper is also the comparison's)")
+    parser.add_argument("--cases", default="",
+                        help="only these cases, comma-separated (ours-s3, hudi-s3, ours-local, ours-s3-<lock>, "
+                             "ours-s3-s3a); default: every case but ours-s3-s3a")
     parser.add_argument("--hudi-codec", default="snappy")
     parser.add_argument("--sample-size", type=int, default=200_000)
     parser.add_argument("--shared", type=Path, default=REPO / ".." / "shared")
@@ -201,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             meter = CpuMeter(interval=0.1)
             cases = [("ours-s3", "zookeeper"), ("hudi-s3", "zookeeper"), ("ours-local", "-")]
             cases += [(f"ours-s3-{lk}", lk) for lk in locks if lk != "zookeeper"]
+            wanted = [c for c in args.cases.split(",") if c]
+            cases = [c for c in [*cases, ("ours-s3-s3a", "zookeeper")] if c[0] in wanted] if wanted else cases
             for round_no in range(1, args.repeat + 1):
                 for k, strategy in enumerate(strategies):
                     shift = (round_no - 1 + k) % len(cases)
@@ -241,7 +251,8 @@ def run_case(system: str, lock: str, strategy: str, round_no: int, cache: Path, 
         elif local:
             seconds, _, extra = vs.run_ours(dst, strategy, s)
         else:
-            seconds, extra = run_ours_s3(uri, strategy, s, lock_props(lock, servers, uri), proxied.env())
+            seconds, extra = run_ours_s3(uri, strategy, s, lock_props(lock, servers, uri), proxied.env(),
+                                         "s3a" if system == "ours-s3-s3a" else "python")
     cpu1 = meter.seconds()
     files = vs.hudi_base_files(dst) if local else download_latest(
         uri, servers.s3.storage_options(), s.work / f"files-{system}")

@@ -49,10 +49,11 @@ from hudi_clusterd.errors import ConfigError, MetadataDecodeError
 from hudi_clusterd.formats.java_properties import parse_properties_document
 from hudi_clusterd.lock.base_path_id import s3a_to_s3
 from hudi_clusterd.lock.registry import lock_problems, lock_properties
-from hudi_clusterd.settings_keys import DAEMON_KEYS, LogFormat, WatchMode, settings_reference
+from hudi_clusterd.settings_keys import DAEMON_KEYS, LogFormat, ObjectStoreReader, WatchMode, settings_reference
 
 __all__ = [
     "LogFormat",
+    "ObjectStoreReader",
     "Settings",
     "TableSpec",
     "WatchMode",
@@ -87,6 +88,7 @@ class Settings:
     metrics_address: tuple[str, int] | None
     spark_master: str
     spark_conf: tuple[tuple[str, str], ...]
+    object_store_reader: ObjectStoreReader
     poll_interval_seconds: float
     watch_mode: WatchMode
     shutdown_grace_seconds: float

@@ -21,6 +21,14 @@ class WatchMode(StrEnum):
     POLLING = "polling"
 
 
+class ObjectStoreReader(StrEnum):
+    """Who reads a clustering group's files on S3: Spark's Python workers through the daemon's own object-store
+    client, or Spark's Parquet reader through Hadoop's S3A connector (GCS and Azure: always the Python workers)."""
+
+    PYTHON = "python"
+    S3A = "s3a"
+
+
 class LogFormat(StrEnum):
     """Log rendering: ``auto`` is console on a terminal and JSON otherwise."""
 
@@ -100,6 +108,11 @@ DAEMON_KEYS: dict[str, DaemonKey] = {
         "host:port of the Prometheus /metrics endpoint ([ipv6]:port accepted; port 0 picks a free one); "
         "off disables it."),
     "clusterd.spark.master": DaemonKey("spark_master", "local[*]", _non_empty, "Spark master URL."),
+    "clusterd.spark.object.store.reader": DaemonKey(
+        "object_store_reader", "python", _enum(ObjectStoreReader),
+        "Who reads a clustering group's files on S3: python (Spark's Python workers, through the daemon's own "
+        "object-store client; nothing to install) or s3a (Spark's Parquet reader through Hadoop's S3A connector, "
+        "fetched by python -m hudi_clusterd.engine.s3a and put on Spark's class path). GCS and Azure: always python."),
     "clusterd.poll.interval.seconds": DaemonKey(
         "poll_interval_seconds", "10", _positive_seconds,
         "Seconds between full timeline checks of every table (the safety net under file-system events)."),

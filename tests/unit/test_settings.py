@@ -15,6 +15,7 @@ from hudi_clusterd.errors import ConfigError
 from hudi_clusterd.lock import lock_problems
 from hudi_clusterd.settings import (
     LogFormat,
+    ObjectStoreReader,
     Settings,
     WatchMode,
     load_settings,
@@ -92,6 +93,7 @@ def test_load_settings_minimal_file_gives_every_default(tmp_path: Path) -> None:
         metrics_address=("127.0.0.1", 9464),
         spark_master="local[*]",
         spark_conf=(),
+        object_store_reader=ObjectStoreReader.PYTHON,
         poll_interval_seconds=10.0,
         watch_mode=WatchMode.EVENTS,
         shutdown_grace_seconds=60.0,
@@ -148,6 +150,7 @@ def test_load_settings_daemon_values_parsed(tmp_path: Path) -> None:
         "clusterd.log.level=warn\nclusterd.log.format=JSON\nclusterd.watch.mode=polling\n"
         "clusterd.poll.interval.seconds=0.5\nclusterd.shutdown.grace.seconds=0\nclusterd.lock.timeout.seconds=0\n"
         "clusterd.spark.master=spark://127.0.0.1:7077\nclusterd.spark.conf.spark.ui.enabled=false\n"
+        "clusterd.spark.object.store.reader=S3A\n"
     )
     settings, _ = load_settings(write(tmp_path, text))
     assert settings.log_level == "WARNING"
@@ -158,6 +161,7 @@ def test_load_settings_daemon_values_parsed(tmp_path: Path) -> None:
     assert settings.lock_timeout_seconds == 0.0
     assert settings.spark_master == "spark://127.0.0.1:7077"
     assert settings.spark_conf == (("spark.ui.enabled", "false"),)
+    assert settings.object_store_reader is ObjectStoreReader.S3A
 
 
 def test_load_settings_every_bad_daemon_value_reported_together(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.ops.schedule import schedule
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.ordering.figures import clustering_figures
-from hudi_clusterd.settings_keys import DAEMON_KEYS
+from hudi_clusterd.settings_keys import DAEMON_KEYS, ObjectStoreReader
 
 
 def report(result: ExecutionResult) -> int:
@@ -38,6 +38,7 @@ def report(result: ExecutionResult) -> int:
 
 
 COMMIT_WAIT = DAEMON_KEYS["clusterd.commit.wait.seconds"]
+OBJECT_STORE_READER = DAEMON_KEYS["clusterd.spark.object.store.reader"]
 
 
 def _seconds(text: str) -> float:
@@ -57,6 +58,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--commit-wait", type=_seconds, default=_seconds(COMMIT_WAIT.default), metavar="SECONDS",
                    help="how long, in all, the commit waits for writers beside it (a write only requested, or the "
                         "next write right after one completed); 0 commits at once (default: %(default)s)")
+    p.add_argument("--object-store-reader", choices=[r.value for r in ObjectStoreReader],
+                   default=OBJECT_STORE_READER.default,
+                   help="who reads a group's files on S3: Spark's Python workers through the daemon's client, or "
+                        "Spark's reader through Hadoop's S3A connector (default: %(default)s)")
 
 
 def register(subparsers: Any) -> None:
@@ -86,7 +91,7 @@ def _runner(args: argparse.Namespace) -> GroupRunner:
         if not sep:
             raise PlanError(f"--spark-conf expects KEY=VALUE, got {item!r}")
         conf[key] = value
-    return build_runner(args.spark_master, conf)
+    return build_runner(args.spark_master, conf, s3a_reader=args.object_store_reader == ObjectStoreReader.S3A)
 
 
 def _run_plan(args: argparse.Namespace, policy: ClusteringPolicy, snapshot: TableSnapshot, pending: PendingPlan,

@@ -32,6 +32,7 @@ from hudi_clusterd.runtime.service import Daemon
 from hudi_clusterd.runtime.signals import ShutdownController
 from hudi_clusterd.runtime.watcher import ConfigWatcher
 from hudi_clusterd.settings import Settings
+from hudi_clusterd.settings_keys import ObjectStoreReader
 
 log = structlog.get_logger(__name__)
 
@@ -43,7 +44,8 @@ def spark_runner(settings: Settings) -> GroupRunner:
     """The default engine: groups as Spark jobs on the session ``clusterd.spark.*`` describes."""
     from hudi_clusterd.engine.clustering.runner import build_runner
 
-    return build_runner(settings.spark_master, settings.spark_conf_dict)
+    return build_runner(settings.spark_master, settings.spark_conf_dict,
+                        s3a_reader=settings.object_store_reader is ObjectStoreReader.S3A)
 
 
 class App:

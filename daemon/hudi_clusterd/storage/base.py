@@ -166,6 +166,12 @@ class Storage(ABC):
     store reached through this process's client, a memory volume), the engine reads the files in its Python
     workers, through `open_storage`."""
 
+    def s3a_options(self) -> dict[str, str] | None:
+        """The Hadoop settings (``fs.s3a.bucket.<bucket>.*``) with which Spark's S3A connector reaches this
+        storage's objects as this process does (`object_hadoop`); None where S3A does not serve them (local
+        folders, memory volumes, GCS, Azure). They hold credentials: never log them."""
+        return None
+
     # --- paths ------------------------------------------------------------------------------------------------
 
     @abstractmethod

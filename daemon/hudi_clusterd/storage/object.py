@@ -26,7 +26,8 @@ guarantees (`Capabilities`):
 - **Listings** are the store's pages (``LIST``, 1000 entries each): a delimiter listing for `list_dir`, a flat one
   for `info` of a folder (one entry is enough) and `delete_dir`.
 - **Spark** reads the files in its Python workers through this storage (``spark_readable`` is False): no Hadoop
-  connector is needed, and the spec's options travel to the tasks with the spec.
+  connector is needed, and the spec's options travel to the tasks with the spec. On S3, `s3a_options` gives the
+  settings with which Hadoop's S3A connector reaches the same objects, for a Spark set to read through it.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from hudi_clusterd.storage.object_config import (
     versions,
 )
 from hudi_clusterd.storage.object_errors import object_error
+from hudi_clusterd.storage.object_hadoop import s3a_bucket_options
 from hudi_clusterd.storage.object_io import PART_BYTES, UPLOAD_CONCURRENCY, RangeReader, UploadWriter, upload_requests
 from hudi_clusterd.storage.requests import DELETE, GET, HEAD, LIST, PRECONDITION_FAILED, PUT, RequestCounts
 
@@ -138,6 +140,9 @@ class ObjectStorage(Storage):
                 raise StorageError(f"path {uri!r} is outside the table's base path {self.base_uri!r}")
             path = join(parts.netloc, parts.path)
         return inside(posixpath.normpath(path), self.full_path(), uri, self.base_uri)
+
+    def s3a_options(self) -> dict[str, str] | None:
+        return s3a_bucket_options(self.location, self.spec.options)
 
     def child(self, rel: str) -> ObjectStorage:
         return ObjectStorage(self.spec.child(rel), client=self.client)

@@ -31,6 +31,7 @@ from hudi_clusterd.engine.files import (
     spark_error_message,
     write_file_groups,
 )
+from hudi_clusterd.engine.s3a import s3a_session_conf
 from hudi_clusterd.engine.session import (
     DEFAULT_MASTER,
     classic_session_running,
@@ -99,9 +100,12 @@ def row_group_bytes(target_file_bytes: int) -> int:
 class SparkGroupRunner:
     """Runs clustering groups on a SparkSession; safe to call from many threads at once."""
 
-    def __init__(self, spark: SparkSession, *, owns_session: bool = True) -> None:
+    def __init__(self, spark: SparkSession, *, owns_session: bool = True, s3a_reader: bool = False) -> None:
         self.spark = spark
         self.owns_session = owns_session
+        # groups on S3 read by Spark's Parquet reader through Hadoop's S3A connector (its jars on the session's
+        # class path: `s3a.s3a_session_conf`) rather than in the Python workers
+        self.s3a_reader = s3a_reader
         self.connect = is_connect_session(spark)
         self._active: dict[str, set[str]] = {}
         self._lock = threading.Lock()
@@ -122,13 +126,32 @@ class SparkGroupRunner:
         """The group's rows and their number, without the two meta columns the writer sets anyway
         (``_hoodie_file_name`` is rewritten, ``_hoodie_partition_path`` is the group's partition): they would only
         widen the shuffle. Read by Spark's Parquet reader, or in the Python workers where Spark cannot open the
-        storage's URIs (an object store: `read_through_storage`)."""
-        if not storage.spark_readable:
+        storage's URIs (an object store: `read_through_storage`); on S3 by Spark's reader through Hadoop's S3A
+        connector when the runner is set to (`read_paths`)."""
+        paths = self.read_paths(storage, files)
+        if paths is None:
             df, rows = read_through_storage(self.spark, storage, files)
             return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD), rows
-        paths = [literal_read_path(storage.uri(f.path)) for f in files]
         df = self.spark.read.option("mergeSchema", "true").parquet(*paths)
         return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD), df.count()
+
+    def read_paths(self, storage: Storage, files: Sequence[ScanFile]) -> list[str] | None:
+        """The paths Spark's own Parquet reader reads ``files`` at; None where the Python workers read them. On
+        S3 with the S3A reader: ``s3a://`` URIs, the bucket's S3A settings (`Storage.s3a_options`) set on the
+        session first, so that S3A reaches the objects exactly where this process's client does."""
+        if storage.spark_readable:
+            return [literal_read_path(storage.uri(f.path)) for f in files]
+        options = self._s3a_options(storage)
+        if options is None:
+            return None
+        for key, value in options.items():
+            if self.spark.conf.get(key, None) != value:
+                self.spark.conf.set(key, value)
+        return [literal_read_path(s3a_uri(storage.uri(f.path))) for f in files]
+
+    def _s3a_options(self, storage: Storage) -> dict[str, str] | None:
+        """The S3A settings of a storage this runner reads through S3A; None where the Python workers read it."""
+        return storage.s3a_options() if self.s3a_reader and not storage.spark_readable else None
 
     def output_shape(self, storage: Storage, plan: ClusteringPlan, index: int, rows: int,
                      input_bytes: int = 0) -> OutputShape:
@@ -166,7 +189,8 @@ class SparkGroupRunner:
         columns = order.sort_columns
         if not columns:
             return GroupLayout(df.repartition(n_out), rows, shape, data_schema)
-        scan = GroupScan(self.spark, storage.spec, tuple(files), df.schema)
+        frame = df if self._s3a_options(storage) is not None else None  # S3A's rows, else the files in Python
+        scan = GroupScan(self.spark, storage.spec, tuple(files), df.schema, frame)
         runs = exchange_layout(df, scan, columns, order.layout_strategy, order.curve_build_method,
                                order.curve_sample_size, n_out,
                                ranges_per_partition(rows, n_out, shape.memory_bytes_per_row), rows=rows)
@@ -257,8 +281,18 @@ class SparkGroupRunner:
             self.spark.stop()
 
 
-def build_runner(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None) -> SparkGroupRunner:
+def build_runner(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None, *,
+                 s3a_reader: bool = False) -> SparkGroupRunner:
     """A runner on the process-wide SparkSession for ``master``. Closing it stops the session when the runner
-    started it; a session the process already had (its host application's) is left running."""
+    started it; a session the process already had (its host application's) is left running. ``s3a_reader``:
+    groups on S3 are read through Hadoop's S3A connector, whose jars go on the class path (`ConfigError` naming
+    the set-up command when they are missing)."""
     joined = not is_connect_master(master) and classic_session_running()
-    return SparkGroupRunner(get_or_create_session(master, conf=dict(conf or {})), owns_session=not joined)
+    session_conf = s3a_session_conf(conf or {}, master) if s3a_reader else dict(conf or {})
+    return SparkGroupRunner(get_or_create_session(master, conf=session_conf), owns_session=not joined,
+                            s3a_reader=s3a_reader)
+
+
+def s3a_uri(uri: str) -> str:
+    """An ``s3://`` URI as S3A names it (``s3a://``); other URIs unchanged."""
+    return "s3a://" + uri[len("s3://"):] if uri.startswith("s3://") else uri

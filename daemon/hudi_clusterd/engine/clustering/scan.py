@@ -119,6 +119,9 @@ class GroupScan:
     storage: StorageSpec | str  # the table's storage, as tasks open it (`open_storage`)
     files: tuple[ScanFile, ...]
     schema: StructType
+    frame: DataFrame | None = None
+    """The same rows as Spark's own reader gives them (Hadoop's S3A connector): `map_files` then takes its
+    batches from this DataFrame (``mapInArrow``) instead of reading the files in the Python workers."""
 
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema every batch is conformed to (`conform`): ``schema`` as Spark hands it to Python."""
@@ -133,6 +136,9 @@ class GroupScan:
         read only these (the others are not decoded at all)."""
         from hudi_clusterd.engine.session import default_parallelism
 
+        if self.frame is not None:
+            source = self.frame if columns is None else self.frame.select(*columns)
+            return source.mapInArrow(fn, schema)
         arrow_schema = self.arrow_schema()
         if columns is not None:
             arrow_schema = pa.schema([arrow_schema.field(name) for name in columns])
