@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from botocore.exceptions import ClientError
+
 
 class S3Mirror:
     """The objects under ``uri`` (``s3://`` or ``s3a://`` on the server ``s3``, a ``tests.harness.servers.S3Server``)
@@ -34,7 +36,8 @@ class S3Mirror:
         return found
 
     def sync(self) -> Path:
-        """Copy what changed since the last call; returns the folder, now holding exactly the table's objects."""
+        """Copy what changed since the last call; returns the folder, now holding exactly the table's objects (an
+        object deleted between the listing and its download is left out, as if listed a moment later)."""
         listing = self.listing()
         self.root.mkdir(parents=True, exist_ok=True)
         for path in sorted(self.root.rglob("*"), reverse=True):
@@ -49,6 +52,13 @@ class S3Mirror:
             if self._etags.get(rel) == etag and target.is_file():
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            self._client.download_file(self.bucket, self.prefix + rel, str(target))
+            try:
+                self._client.download_file(self.bucket, self.prefix + rel, str(target))
+            except ClientError as e:  # deleted since the listing (a writer's marker or temporary file)
+                if e.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey"):
+                    raise
+                target.unlink(missing_ok=True)
+                self._etags.pop(rel, None)
+                continue
             self._etags[rel] = etag
         return self.root
