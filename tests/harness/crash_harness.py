@@ -816,12 +816,12 @@ class Cycle:
         self.base = self.table.root  # read as of the table's last refresh (``kill_at`` refreshes at every poll)
         self.daemon = daemon
         self.known = known
-        self._first = len(daemon.poll_events())
+        self.first_event = len(daemon.poll_events())  # the first of this daemon's events since the point began
         self._complete: set[Path] = set()
 
     def plan(self) -> tuple[str, int] | None:
         """The instant and group count of the last plan this daemon started since the point began."""
-        started = [e for e in self.daemon.events[self._first:] if e.get("event") == "plan started"
+        started = [e for e in self.daemon.events[self.first_event:] if e.get("event") == "plan started"
                    and str(e.get("instant")) not in self.known]
         return (str(started[-1]["instant"]), int(started[-1]["groups"])) if started else None
 
@@ -931,25 +931,78 @@ def step_into_completion(daemon: CrashableDaemon, cycle: Cycle, want: str = "pre
     return False
 
 
+def step_into_writing(daemon: CrashableDaemon, cycle: Cycle) -> bool:
+    """On a table whose files appear whole once written (an object store), from a running group of the plan: run
+    the daemon in slices until a marker of the plan names a file not in the table yet (True: a file is being
+    written), or one more group finished (False). Each look lists only the plan's markers and asks for the files
+    they name, so the slices stay short; the whole table is refreshed before returning True. Returns with the
+    daemon frozen."""
+    p = cycle.plan()
+    assert p is not None
+    instant = p[0]
+    finished = daemon.count("group finished", instant)
+    written: set[str] = set()
+    daemon.freeze()
+    deadline = time.monotonic() + STEP_BUDGET_S
+    while time.monotonic() < deadline:
+        looking = time.monotonic()
+        daemon.poll_events()
+        base = cycle.table.refresh(f".hoodie/.temp/{instant}/")
+        for f in marker_files(base, instant):
+            rel = f.relative_to(base).as_posix()
+            if rel in written:
+                continue
+            if not cycle.table.exists(rel):
+                cycle.table.refresh()
+                return True
+            written.add(rel)
+        if daemon.count("group finished", instant) > finished:
+            return False
+        daemon.step(max(random.uniform(0.0005, 0.003), time.monotonic() - looking))
+    return False
+
+
+def _group_running(daemon: CrashableDaemon, cycle: Cycle) -> bool:
+    p = cycle.plan()
+    return p is not None and daemon.count("group started", p[0]) > daemon.count("group finished", p[0])
+
+
 def kill_at(table: Path | WatchedTable, daemon: CrashableDaemon, plan: KillPlan, known: set[str], *,
             timeout: float = 150) -> tuple[KillState, bool]:
     """Wait for the plan's moment, freeze the daemon, record what it was doing, SIGKILL it. Returns the state and
     whether the anchor fired (False: the moment went by, or the timeout came first). The table is refreshed at
-    every poll."""
+    every poll.
+
+    On an object store three moments are shorter than a refresh of the whole table: a plan only requested (between
+    its requested and inflight files), a file being written (its marker there, the file not yet, as an object
+    appears whole) and the metadata deltacommit completed before the replacecommit. Those are approached from the
+    daemon's log instead (``LOG_APPROACHED``): the daemon is frozen as soon as it logs the plan's metadata table
+    updated (or a new plan saved) and the table then checked, or run in short slices from the start of a group
+    (``step_into_writing``). A plan only requested is seldom caught that way: the daemon claims its plan in the
+    same lock hold that saves it, before it logs the plan saved."""
     watched = as_watched(table)
     cycle = Cycle(watched, daemon, known)
     start = time.monotonic()
     fire_at: float | None = start + plan.delay_s if plan.anchor in ("uniform", "before_plan") else None
     tight = plan.anchor in TIGHT_ANCHORS
+    by_log = not watched.local and plan.anchor in LOG_APPROACHED
+    tried: set[str] = set()  # plans saved (requested) or groups started (writing) already tried
     fired = False
     while True:
         now = time.monotonic()
         daemon.poll_events()
-        watched.refresh()
+        if not by_log:
+            watched.refresh()
         if daemon.proc.poll() is not None:
             raise AssertionError(f"daemon exited with {daemon.proc.returncode} before the kill; see {daemon.log_file}")
         if now - start > timeout:
             break
+        if by_log:
+            if _log_moment(daemon, cycle, plan.anchor, tried):
+                fired = True
+                break
+            time.sleep(0.001)
+            continue
         if plan.anchor == "during_completion" and cycle.last_group_running():
             fired = step_into_completion(daemon, cycle, plan.completion_step)
             break
@@ -977,6 +1030,39 @@ def kill_at(table: Path | WatchedTable, daemon: CrashableDaemon, plan: KillPlan,
     state = classify(watched, daemon, known)
     daemon.kill(plan.mode)
     return state, fired
+
+
+LOG_APPROACHED = {"requested": "clustering plan saved", "metadata_committed": "metadata table updated",
+                  "writing": "group started"}
+"""Anchors approached from the daemon's log on an object store (see ``kill_at``), and the event each waits for."""
+
+
+def _log_moment(daemon: CrashableDaemon, cycle: Cycle, anchor: str, tried: set[str]) -> bool:
+    """``kill_at``'s approach of an anchor of ``LOG_APPROACHED`` from the daemon's log (see there). True with the
+    daemon frozen at the moment; False with it running."""
+    if anchor != "writing":
+        logged = [str(e.get("instant")) for e in daemon.events[cycle.first_event:]
+                  if e.get("event") == LOG_APPROACHED[anchor] and str(e.get("instant")) not in cycle.known]
+        if not logged or logged[-1] in tried:
+            return False
+        tried.add(logged[-1])
+        daemon.freeze()
+        cycle.table.refresh()
+        if cycle.armed(anchor, 0):
+            return True
+        daemon.thaw()
+        return False
+    p = cycle.plan()
+    if p is None or not _group_running(daemon, cycle):
+        return False
+    key = f"{p[0]}:{daemon.count('group started', p[0])}:{daemon.count('group finished', p[0])}"
+    if key in tried:
+        return False
+    tried.add(key)
+    if step_into_writing(daemon, cycle):
+        return True
+    daemon.thaw()
+    return False
 
 
 def summarize(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:

@@ -144,17 +144,24 @@ class WatchedTable:
     uri: Path | str
     lock: LockWatch
     rs_options: Mapping[str, str] | None = None
-    _sync: Callable[[], object] | None = field(default=None, repr=False)
+    _sync: Callable[[str], object] | None = field(default=None, repr=False)
+    _exists: Callable[[str], bool] | None = field(default=None, repr=False)
 
     @property
     def local(self) -> bool:
+        """A local folder: files grow as they are written. On an object store a file appears whole, once written."""
         return self._sync is None
 
-    def refresh(self) -> Path:
-        """Bring ``root`` up to date with the table (nothing to do for a local table); returns ``root``."""
+    def refresh(self, under: str = "") -> Path:
+        """Bring ``root`` up to date with the table (only its folder ``under``, ``"a/b/"``, when given; nothing to
+        do for a local table); returns ``root``."""
         if self._sync is not None:
-            self._sync()
+            self._sync(under)
         return self.root
+
+    def exists(self, rel: str) -> bool:
+        """Whether the table holds the file ``rel`` (relative to its base path) now, not as of the last refresh."""
+        return self._exists(rel) if self._exists is not None else (self.root / rel).exists()
 
 
 def local_table(base: Path) -> WatchedTable:
@@ -171,7 +178,7 @@ def s3_table(s3: Any, uri: str, mirror_root: Path, lock: LockWatch) -> WatchedTa
     mirror = S3Mirror(s3, uri, mirror_root)
     mirror.sync()
     return WatchedTable(root=mirror_root, location=StorageSpec(uri, s3.storage_options()), uri=uri, lock=lock,
-                        rs_options=s3_storage_options(s3), _sync=mirror.sync)
+                        rs_options=s3_storage_options(s3), _sync=mirror.sync, _exists=mirror.exists)
 
 
 def as_watched(table: Path | WatchedTable) -> WatchedTable:

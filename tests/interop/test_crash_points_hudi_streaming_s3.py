@@ -11,7 +11,9 @@ stream's next batch waits for the lock. The checks after every recovery are the 
 Hudi's snapshot and hudi-rs read from S3, unique keys, no orphan data or metadata-table file, nothing pending, no
 lock node left under ``<base_path>/<lock_key>``, plans disjoint, and Hudi's ``validate_metadata_table_files``
 against the S3 listing. The files are checked in a local mirror of the bucket's objects refreshed at every poll
-(``tests/harness/s3_mirror.py``).
+(``tests/harness/s3_mirror.py``); the moments shorter than such a refresh (a file being written: its marker there,
+the object not yet; the metadata deltacommit completed before the replacecommit) are approached from the daemon's
+log (``kill_at``).
 
 CI runs one point aimed at ``metadata_committed``; ``-m slow`` runs 50 randomized points. Environment as for the
 local run: ``CLUSTERD_CRASH_SEED``, ``CLUSTERD_CRASH_POINTS``, ``CLUSTERD_CRASH_ANCHORS``, ``CLUSTERD_CRASH_REPORT``.
@@ -40,6 +42,9 @@ CI_POINTS = 1  # aimed at metadata_committed (the randomized points are the long
 SLOW_POINTS = 50
 TABLE = "events"  # the table's name: Hudi's inferred ZooKeeper lock key
 DAEMON_SESSION_TIMEOUT_MS = 10_000  # how long a killed daemon's lock node outlives it (ZooKeeper's tick is 2 s)
+# A plan only requested lasts one PUT on S3, and the daemon claims it in the same lock hold before logging it
+# (see ``kill_at``): the anchor ``requested`` is drawn and tried, but its phase is not required here.
+S3_REQUIRED_PHASES = tuple(p for p in MDT_REQUIRED_PHASES if p != "requested")
 
 
 @pytest.fixture
@@ -79,5 +84,5 @@ def test_hudi_streaming_crash_points_on_s3_randomized_run(s3_target: StreamCrash
     seed = crash_seed()
     records = run_stream_crash_points(s3_target, tmp_path, crash_points(SLOW_POINTS), seed, {})
     hit = {r["phase"] for r in records}
-    missing = [p for p in MDT_REQUIRED_PHASES if p not in hit]
+    missing = [p for p in S3_REQUIRED_PHASES if p not in hit]
     assert not missing, f"seed={seed}: phases never hit: {missing}; histogram {summarize(records, 'phase')}"
