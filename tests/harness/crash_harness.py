@@ -14,7 +14,13 @@ The timeline helpers read either layout: layout 2 (table versions 8 and 9, ``.ho
 layout 1's names (``hoodie_names``), so the classifier and the checks work on both. For a table with a metadata
 table (MDT) the classifier also knows the phase ``metadata_committed`` (the clustering's MDT deltacommit is
 completed, its data replacecommit not yet), and ``HudiStreamIngestor`` runs Apache Hudi's streaming writer as
-the ingestion beside the daemon.
+the ingestion beside the daemon (``tests/harness/crash_stream.py``).
+
+The functions that poll or check a table while a daemon runs (``classify``, ``Cycle``, ``kill_at``,
+``pending_work``, ``wait_at_rest``, ``check_recovered``...) take it as a local folder or as a
+``tests.harness.crash_table.WatchedTable`` (a table on S3 seen through a mirror refreshed at every poll, and its
+lock read from its own store); the lower readers (``hoodie_names``, ``marker_files``...) read a local folder,
+the watched table's ``root``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,7 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.domain.file_group import FileGroupId
@@ -44,16 +48,18 @@ from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.errors import CommitConflictError
 from hudi_clusterd.formats.avro import decode_requested_replace
 from hudi_clusterd.formats.bloom import BloomSettings
-from hudi_clusterd.lock import LOCK_FILE, FileSystemLockProvider, LockOptions
+from hudi_clusterd.lock import FileSystemLockProvider, LockOptions
 from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import make_policy
-from tests.harness.apache_hudi import HudiWorker
-from tests.harness.daemon_harness import decode_instant, instant_files, instant_metadata, write_props
+from tests.harness.crash_table import LOCK_STALE_S as LOCK_STALE_S
+from tests.harness.crash_table import WatchedTable as WatchedTable
+from tests.harness.crash_table import as_watched, pid_identity
+from tests.harness.crash_table import lock_owner_pid as lock_owner_pid
+from tests.harness.crash_table import process_alive as process_alive
+from tests.harness.daemon_harness import decode_instant, write_props
 from tests.harness.hudi_rs_checks import assert_meta_consistent, assert_no_orphan_files, hudi_rs_rows
-from tests.harness.metadata_checks import validate_files
 
-LOCK_STALE_S = 4.0
 POLL_INTERVAL_S = 1
 COLUMNS = ["id", "v", "x", "part"]
 HOT_KEYS = 600  # the first commit's keys (files above the small-file limit): most upserts update some of them
@@ -76,7 +82,7 @@ def crash_policy(parallelism: int = 2) -> ClusteringPolicy:
     return make_policy(**POLICY, **{"hoodie.clustering.max.parallelism": str(parallelism)})
 
 
-def write_crash_props(path: Path, base: Path, port: int, *, parallelism: int = 2, **extra: str) -> None:
+def write_crash_props(path: Path, base: Path | str, port: int, *, parallelism: int = 2, **extra: str) -> None:
     write_props(path, base, port, **{
         **POLICY,
         "hoodie.clustering.max.parallelism": str(parallelism),
@@ -131,12 +137,16 @@ def _signal_all(pids: set[int], sig: int) -> None:
 
 class CrashableDaemon:
     """``python -m hudi_clusterd run --props FILE`` (driver, Spark JVM, Python workers), its JSON log tailed
-    incrementally. ``freeze`` stops the whole process tree; ``kill`` SIGKILLs what was frozen. ``env``: variables
-    added to this process's environment (an object store's, ``S3Server.env()``)."""
+    incrementally. ``freeze`` stops the whole process tree; ``kill`` SIGKILLs what was frozen.
 
-    def __init__(self, props: Path, log_file: Path, *, env: Mapping[str, str] | None = None) -> None:
+    ``env``: variables added to the daemon's environment (an object store's AWS variables); ``lock_identity``: how
+    the table's ``LockWatch`` names this daemon when it holds the lock (by default its pid, as the file-system
+    lock's owner names it)."""
+
+    def __init__(self, props: Path, log_file: Path, *, env: Mapping[str, str] | None = None,
+                 lock_identity: str | None = None) -> None:
         self.log_file = log_file
-        env = {**os.environ, **(env or {}), "PYSPARK_PYTHON": sys.executable}
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
         self._log = open(log_file, "ab")  # noqa: SIM115 - closed in close()
         self._offset = log_file.stat().st_size
         self._partial = b""
@@ -144,6 +154,7 @@ class CrashableDaemon:
         self.proc = subprocess.Popen([sys.executable, "-m", "hudi_clusterd", "run", "--props", str(props)],
                                      stdout=self._log, stderr=self._log, env=env, start_new_session=True)
         self.pid = self.proc.pid
+        self.lock_identity = lock_identity or pid_identity(self.pid)
         self.frozen: set[int] = set()
         self._tree: set[int] = set()
 
@@ -343,7 +354,8 @@ class Ingestor:
 _INSTANT_NAME = re.compile(r"^(\d+)(?:_(\d+))?\.([a-z]+)(?:\.(requested|inflight))?$")
 
 
-def _listdir(folder: Path) -> list[str]:
+def listdir(folder: Path) -> list[str]:
+    """The names in ``folder``, or none once it is gone."""
     try:
         return os.listdir(folder)
     except FileNotFoundError:
@@ -378,7 +390,7 @@ def hoodie_names(base: Path) -> list[str]:
     (see ``_as_layout1``), so that the helpers below read either layout."""
     layout2 = base / ".hoodie" / "timeline"
     if layout2.is_dir():
-        return _as_layout1(_listdir(layout2))
+        return _as_layout1(listdir(layout2))
     return sorted(os.listdir(base / ".hoodie"))
 
 
@@ -387,7 +399,7 @@ def completed_replace_file(base: Path, instant: str) -> Path | None:
     layout 2), or None."""
     folder = timeline_folder(base)
     if folder.name == "timeline":
-        return next((folder / n for n in _listdir(folder) if n.startswith(f"{instant}_")
+        return next((folder / n for n in listdir(folder) if n.startswith(f"{instant}_")
                      and n.endswith(".replacecommit")), None)
     path = folder / f"{instant}.replacecommit"
     return path if path.exists() else None
@@ -442,7 +454,7 @@ def metadata_timeline_folder(base: Path) -> Path:
 
 def mdt_names(base: Path) -> list[str]:
     """The metadata table's instant files, named as layout 1 names them (none without a metadata table)."""
-    return _as_layout1(_listdir(metadata_timeline_folder(base)))
+    return _as_layout1(listdir(metadata_timeline_folder(base)))
 
 
 def mdt_deltacommit_state(base: Path, instant: str) -> str | None:
@@ -451,24 +463,6 @@ def mdt_deltacommit_state(base: Path, instant: str) -> str | None:
     states = {n.rsplit(".", 1)[-1] if n.count(".") == 2 else "completed"
               for n in mdt_names(base) if n.startswith(f"{instant}.deltacommit")}
     return next((s for s in ("completed", "inflight", "requested") if s in states), None)
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def lock_owner_pid(base: Path) -> int | None:
-    """The pid named by ``.hoodie/lock`` when it is held by a process of this host, else None."""
-    try:
-        owner = str(json.loads((base / LOCK_FILE).read_bytes()).get("owner", ""))
-    except (OSError, ValueError, AttributeError):
-        return None
-    host, pid, *_ = [*owner.split(":"), "", ""]
-    return int(pid) if host == socket.gethostname() and pid.isdigit() else None
 
 
 def marker_files(base: Path, instant: str) -> list[Path]:
@@ -525,17 +519,19 @@ REQUIRED_PHASES = ("before_plan", "requested", "writing", "between_files", "befo
 MDT_REQUIRED_PHASES = (*REQUIRED_PHASES, "metadata_committed")
 
 
-def classify(base: Path, daemon: CrashableDaemon, known: set[str]) -> KillState:
+def classify(table: Path | WatchedTable, daemon: CrashableDaemon, known: set[str]) -> KillState:
     """The phase of the clustering cycle the (frozen or dead) daemon was in, from the disk and its log.
 
     ``known`` are the instant times on the timeline before this daemon run started. With no plan pending the
     daemon is before a plan: its first of this run, or the next one after a cycle it completed and cleaned up
     (the two leave the same state behind; ``cycles_done`` tells them apart). On a table with a metadata table, a
     pending plan whose metadata deltacommit is completed is ``metadata_committed``."""
+    watched = as_watched(table)
+    base = watched.refresh()
     names = hoodie_names(base)
     events = daemon.poll_events()
     last = str(events[-1].get("event")) if events else None
-    held = lock_owner_pid(base) == daemon.pid
+    held = watched.lock.holder() == daemon.lock_identity
     rolling_back = any(".rollback." in n and n.split(".", 1)[0] not in known for n in pending_instants(names))
     plans = {t: s for t, s in replace_states(names).items() if t not in known}
     done = sorted(t for t, s in plans.items() if "completed" in s)
@@ -631,7 +627,7 @@ def pending_instants(names: list[str]) -> list[str]:
     return out
 
 
-def _entries(folder: Path, recursive: bool = False) -> list[Path]:
+def folder_entries(folder: Path, recursive: bool = False) -> list[Path]:
     """The folder's entries, or none once it is gone: a live daemon may delete it while we look (recovery
     removes a finished instant's markers and heartbeat), which is not an error of the table."""
     try:
@@ -640,21 +636,19 @@ def _entries(folder: Path, recursive: bool = False) -> list[Path]:
         return []
 
 
-def pending_work(base: Path) -> list[str]:
+def pending_work(table: Path | WatchedTable) -> list[str]:
     """Everything that says a write or a clustering is unfinished: pending instants, markers, heartbeats, a lock
-    held by a live process. Empty on a table at rest (a lock file of a dead process is not work: the next writer
-    takes it over once stale)."""
+    held by a process that may still use it (``LockWatch.pending``), as of the table's last refresh. Empty on a
+    table at rest (a lock file of a dead process is not work: the next writer takes it over once stale)."""
+    watched = as_watched(table)
+    base = watched.root
     out = pending_instants(hoodie_names(base))
     temp = base / ".hoodie" / ".temp"
-    for marker_dir in _entries(temp):
-        if _entries(marker_dir, recursive=True):
+    for marker_dir in folder_entries(temp):
+        if folder_entries(marker_dir, recursive=True):
             out.append(f"markers of {marker_dir.name}")
-    out += [f"heartbeat {p.name}" for p in _entries(base / ".hoodie" / ".heartbeat")]
-    if (base / LOCK_FILE).exists():
-        pid = lock_owner_pid(base)
-        if pid is None or process_alive(pid):
-            out.append(f"lock held by {'another host' if pid is None else pid}")
-    return out
+    out += [f"heartbeat {p.name}" for p in folder_entries(base / ".hoodie" / ".heartbeat")]
+    return out + watched.lock.pending()
 
 
 _T = TypeVar("_T")
@@ -664,12 +658,19 @@ LOCK_HOLD_WAIT_S = 15.0
 takes it to save a plan, or to roll back an abandoned one, as the check reads the table."""
 
 
-def left_behind(base: Path, pending: Callable[[Path], list[str]] = pending_work) -> list[str]:
-    """``pending(base)`` once no live process holds the table lock only for a moment: the lock entry counts only
-    when it is still held after ``LOCK_HOLD_WAIT_S`` (every other entry counts at once)."""
+Pending = Callable[[WatchedTable], list[str]]
+"""What is unfinished on a watched table (``pending_work``, or ``stream_pending_work`` with the metadata table)."""
+
+
+def left_behind(table: Path | WatchedTable, pending: Pending = pending_work) -> list[str]:
+    """``pending(table)`` once no live process holds the table lock only for a moment: the lock entry counts only
+    when it is still held after ``LOCK_HOLD_WAIT_S`` (every other entry counts at once). Refreshes the table at
+    each look."""
+    watched = as_watched(table)
     deadline = time.monotonic() + LOCK_HOLD_WAIT_S
     while True:
-        left = pending(base)
+        watched.refresh()
+        left = pending(watched)
         if not left or any(not entry.startswith("lock held by ") for entry in left) or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
@@ -704,26 +705,25 @@ def check_recovered(base: Path, expected: list[dict[str, Any]], what: str) -> li
     assert_no_orphan_files(base)
     left = left_behind(base)
     assert not left, f"{what}: left behind after recovery: {left}"
-    options = LockOptions(timeout_s=LOCK_STALE_S + 10, stale_s=LOCK_STALE_S)
-    lock = FileSystemLockProvider(HoodieTable.open(str(base)).storage, options)
-    with lock.held():
-        pass
+    as_watched(base).lock.assert_takeable(what)
     assert_plans_disjoint(base)
     return leftover_tmp_files(base)
 
 
-def wait_at_rest(base: Path, daemon: CrashableDaemon, *, quiet_s: float = 2.5, timeout: float = 240,
-                 pending: Callable[[Path], list[str]] | None = None) -> None:
+def wait_at_rest(table: Path | WatchedTable, daemon: CrashableDaemon, *, quiet_s: float = 2.5, timeout: float = 240,
+                 pending: Pending | None = None) -> None:
     """Until the running daemon has nothing pending on the table (``pending``, default `pending_work`) for
-    ``quiet_s`` in a row."""
+    ``quiet_s`` in a row (the table refreshed at each look)."""
     pending = pending or pending_work
+    watched = as_watched(table)
     deadline = time.monotonic() + timeout
     quiet_since: float | None = None
     while True:
         daemon.poll_events()
         if daemon.proc.poll() is not None:
             raise AssertionError(f"daemon exited with {daemon.proc.returncode}; see {daemon.log_file}")
-        busy = pending(base)
+        watched.refresh()
+        busy = pending(watched)
         now = time.monotonic()
         if busy:
             quiet_since = None
@@ -811,16 +811,17 @@ class KillPlan:
 class Cycle:
     """The current clustering of this daemon run, as far as the log and the timeline tell."""
 
-    def __init__(self, base: Path, daemon: CrashableDaemon, known: set[str]) -> None:
-        self.base = base
+    def __init__(self, table: Path | WatchedTable, daemon: CrashableDaemon, known: set[str]) -> None:
+        self.table = as_watched(table)
+        self.base = self.table.root  # read as of the table's last refresh (``kill_at`` refreshes at every poll)
         self.daemon = daemon
         self.known = known
-        self._first = len(daemon.poll_events())
+        self.first_event = len(daemon.poll_events())  # the first of this daemon's events since the point began
         self._complete: set[Path] = set()
 
     def plan(self) -> tuple[str, int] | None:
         """The instant and group count of the last plan this daemon started since the point began."""
-        started = [e for e in self.daemon.events[self._first:] if e.get("event") == "plan started"
+        started = [e for e in self.daemon.events[self.first_event:] if e.get("event") == "plan started"
                    and str(e.get("instant")) not in self.known]
         return (str(started[-1]["instant"]), int(started[-1]["groups"])) if started else None
 
@@ -857,7 +858,7 @@ class Cycle:
         if completed_replace_file(self.base, p[0]) is not None:
             leftovers = marker_files(self.base, p[0]) or (self.base / ".hoodie" / ".heartbeat" / p[0]).exists()
             return "post_commit" if leftovers else None
-        return "pre_commit" if lock_owner_pid(self.base) == self.daemon.pid else None
+        return "pre_commit" if self.table.lock.holder() == self.daemon.lock_identity else None
 
     def completing(self) -> bool:
         return self.completion_step() is not None
@@ -909,12 +910,15 @@ STEP_BUDGET_S = 20.0
 def step_into_completion(daemon: CrashableDaemon, cycle: Cycle, want: str = "pre_commit") -> bool:
     """From the start of the plan's last running group, run the daemon in slices of a few milliseconds until it
     is inside its completion at step ``want`` (see ``Cycle.completion_step``); True when it was caught there,
-    False when that step went by. Returns with the daemon frozen. (Running about half the time, its lock
-    heartbeat comes late, never near the staleness limit.)"""
+    False when that step went by. Returns with the daemon frozen. A slice lasts at least as long as the look
+    between two slices (refreshing a table on S3 takes tens of milliseconds), so the daemon runs about half the
+    time: its lock heartbeat or ZooKeeper ping comes late, never near the staleness limit or session timeout."""
     daemon.freeze()
     deadline = time.monotonic() + STEP_BUDGET_S
     while time.monotonic() < deadline:
+        looking = time.monotonic()
         daemon.poll_events()
+        cycle.table.refresh()
         step = cycle.completion_step()
         if step == want:
             return True
@@ -923,26 +927,82 @@ def step_into_completion(daemon: CrashableDaemon, cycle: Cycle, want: str = "pre
             return False  # committed and cleaned up
         if want == "pre_commit" and step == "post_commit":
             return False
-        daemon.step(random.uniform(0.0005, 0.003))
+        daemon.step(max(random.uniform(0.0005, 0.003), time.monotonic() - looking))
     return False
 
 
-def kill_at(base: Path, daemon: CrashableDaemon, plan: KillPlan, known: set[str], *,
+def step_into_writing(daemon: CrashableDaemon, cycle: Cycle) -> bool:
+    """On a table whose files appear whole once written (an object store), from a running group of the plan: run
+    the daemon in slices until a marker of the plan names a file not in the table yet (True: a file is being
+    written), or one more group finished (False). Each look lists only the plan's markers and asks for the files
+    they name, so the slices stay short; the whole table is refreshed before returning True. Returns with the
+    daemon frozen."""
+    p = cycle.plan()
+    assert p is not None
+    instant = p[0]
+    finished = daemon.count("group finished", instant)
+    written: set[str] = set()
+    daemon.freeze()
+    deadline = time.monotonic() + STEP_BUDGET_S
+    while time.monotonic() < deadline:
+        looking = time.monotonic()
+        daemon.poll_events()
+        base = cycle.table.refresh(f".hoodie/.temp/{instant}/")
+        for f in marker_files(base, instant):
+            rel = f.relative_to(base).as_posix()
+            if rel in written:
+                continue
+            if not cycle.table.exists(rel):
+                cycle.table.refresh()
+                return True
+            written.add(rel)
+        if daemon.count("group finished", instant) > finished:
+            return False
+        daemon.step(max(random.uniform(0.0005, 0.003), time.monotonic() - looking))
+    return False
+
+
+def _group_running(daemon: CrashableDaemon, cycle: Cycle) -> bool:
+    p = cycle.plan()
+    return p is not None and daemon.count("group started", p[0]) > daemon.count("group finished", p[0])
+
+
+def kill_at(table: Path | WatchedTable, daemon: CrashableDaemon, plan: KillPlan, known: set[str], *,
             timeout: float = 150) -> tuple[KillState, bool]:
     """Wait for the plan's moment, freeze the daemon, record what it was doing, SIGKILL it. Returns the state and
-    whether the anchor fired (False: the moment went by, or the timeout came first)."""
-    cycle = Cycle(base, daemon, known)
+    whether the anchor fired (False: the moment went by, or the timeout came first). The table is refreshed at
+    every poll.
+
+    On an object store three moments are shorter than a refresh of the whole table: a plan only requested (between
+    its requested and inflight files), a file being written (its marker there, the file not yet, as an object
+    appears whole) and the metadata deltacommit completed before the replacecommit. Those are approached from the
+    daemon's log instead (``LOG_APPROACHED``): the daemon is frozen as soon as it logs the plan's metadata table
+    updated (or a new plan saved) and the table then checked, or run in short slices from the start of a group
+    (``step_into_writing``). A plan only requested is seldom caught that way: the daemon claims its plan in the
+    same lock hold that saves it, before it logs the plan saved."""
+    watched = as_watched(table)
+    cycle = Cycle(watched, daemon, known)
     start = time.monotonic()
     fire_at: float | None = start + plan.delay_s if plan.anchor in ("uniform", "before_plan") else None
     tight = plan.anchor in TIGHT_ANCHORS
+    by_log = not watched.local and plan.anchor in LOG_APPROACHED
+    tried: set[str] = set()  # plans saved (requested) or groups started (writing) already tried
     fired = False
     while True:
         now = time.monotonic()
         daemon.poll_events()
+        if not by_log:
+            watched.refresh()
         if daemon.proc.poll() is not None:
             raise AssertionError(f"daemon exited with {daemon.proc.returncode} before the kill; see {daemon.log_file}")
         if now - start > timeout:
             break
+        if by_log:
+            if _log_moment(daemon, cycle, plan.anchor, tried):
+                fired = True
+                break
+            time.sleep(0.001)
+            continue
         if plan.anchor == "during_completion" and cycle.last_group_running():
             fired = step_into_completion(daemon, cycle, plan.completion_step)
             break
@@ -955,6 +1015,7 @@ def kill_at(base: Path, daemon: CrashableDaemon, plan: KillPlan, known: set[str]
             daemon.freeze()
             time.sleep(0.005)
             daemon.poll_events()
+            watched.refresh()
             if cycle.armed(plan.anchor, plan.kth_group):
                 fired = True
                 break
@@ -966,9 +1027,42 @@ def kill_at(base: Path, daemon: CrashableDaemon, plan: KillPlan, known: set[str]
     if not daemon.frozen:
         daemon.freeze()
     time.sleep(0.05)  # let the stop reach every thread before reading the disk
-    state = classify(base, daemon, known)
+    state = classify(watched, daemon, known)
     daemon.kill(plan.mode)
     return state, fired
+
+
+LOG_APPROACHED = {"requested": "clustering plan saved", "metadata_committed": "metadata table updated",
+                  "writing": "group started"}
+"""Anchors approached from the daemon's log on an object store (see ``kill_at``), and the event each waits for."""
+
+
+def _log_moment(daemon: CrashableDaemon, cycle: Cycle, anchor: str, tried: set[str]) -> bool:
+    """``kill_at``'s approach of an anchor of ``LOG_APPROACHED`` from the daemon's log (see there). True with the
+    daemon frozen at the moment; False with it running."""
+    if anchor != "writing":
+        logged = [str(e.get("instant")) for e in daemon.events[cycle.first_event:]
+                  if e.get("event") == LOG_APPROACHED[anchor] and str(e.get("instant")) not in cycle.known]
+        if not logged or logged[-1] in tried:
+            return False
+        tried.add(logged[-1])
+        daemon.freeze()
+        cycle.table.refresh()
+        if cycle.armed(anchor, 0):
+            return True
+        daemon.thaw()
+        return False
+    p = cycle.plan()
+    if p is None or not _group_running(daemon, cycle):
+        return False
+    key = f"{p[0]}:{daemon.count('group started', p[0])}:{daemon.count('group finished', p[0])}"
+    if key in tried:
+        return False
+    tried.add(key)
+    if step_into_writing(daemon, cycle):
+        return True
+    daemon.thaw()
+    return False
 
 
 def summarize(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
@@ -1012,315 +1106,3 @@ def count_events(logs: Iterable[Path], names: Sequence[str]) -> dict[str, int]:
                 if event in counts:
                     counts[event] += 1
     return counts
-
-
-# --- Apache Hudi's streaming writer as the ingestion (a table of version 8 or 9 with a metadata table) ---------
-
-
-STREAM_SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("val", pa.int64()), ("ts", pa.int64())])
-STREAM_COLUMNS = ["id", "part", "val", "ts"]
-STREAM_PARTS = ("p0", "p1", "p2")
-STREAM_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"  # extraMetadata of a commit of Hudi's streaming sink
-StreamRow = tuple[str, int, int]  # part, val, ts
-
-
-@dataclass
-class StreamStats:
-    batches: int = 0
-    insert_batches: int = 0  # new keys only
-    upsert_batches: int = 0  # new keys and updates of earlier ones
-    updated_keys: int = 0
-    batch_seconds: list[float] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-
-
-class HudiStreamIngestor:
-    """Apache Hudi's streaming writer (``writeStream.format("hudi")`` in a ``HudiWorker``, one micro-batch per
-    JSON-lines file dropped into its source folder) fed by a thread; keeps every batch, so the expected snapshot
-    (key -> latest row) after any number of committed batches is exact.
-
-    Batch 0 inserts ``HOT_KEYS`` keys (files above the clustering's small-file limit, so plans leave them out);
-    every later batch inserts new keys in every partition, and about half of them also update hot keys and now
-    and then a key of any earlier batch, whose small file a clustering may be rewriting (Hudi's ordering field
-    ``ts`` is the batch number). The feeder drops the next file once the previous batch committed (a short random
-    pause between), so batch ``n`` is Spark's micro-batch ``n``."""
-
-    HOT_KEYS = 600
-    INSERTS = 9
-
-    def __init__(self, worker: HudiWorker, folder: Path, base: Path, seed: int, options: Mapping[str, str],
-                 name: str = "events") -> None:
-        self.worker = worker
-        self.base = base
-        self.name = name
-        self.identifier = options["hoodie.datasource.write.streaming.checkpoint.identifier"]
-        self.rng = random.Random(seed)
-        self.batches: list[list[dict[str, Any]]] = []
-        self.stats = StreamStats()
-        self.source, self.staging = folder / "source", folder / "staging"
-        self.source.mkdir(parents=True)
-        self.staging.mkdir()
-        schema = folder / "schema.parquet"
-        pq.write_table(pa.Table.from_pylist([], schema=STREAM_SCHEMA), schema)
-        self._log_start = worker.log_offset()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        worker.stream_start(name, source_dir=self.source, schema_from=schema, base_path=base,
-                            checkpoint_dir=folder / "checkpoint", options=dict(options), source_format="json")
-
-    # -- batches --
-
-    def _make_batch(self, n: int) -> list[dict[str, Any]]:
-        if n == 0:
-            ids = list(range(self.HOT_KEYS))
-            self.stats.insert_batches += 1
-            return [{"id": i, "part": STREAM_PARTS[i % len(STREAM_PARTS)], "val": i, "ts": 0} for i in ids]
-        first = self.HOT_KEYS + (n - 1) * self.INSERTS
-        ids = list(range(first, first + self.INSERTS))
-        if self.rng.random() < 0.5:
-            updates = set(self.rng.sample(range(self.HOT_KEYS), 3))
-            if first > self.HOT_KEYS and self.rng.random() < 0.25:
-                updates.add(self.rng.randrange(self.HOT_KEYS, first))
-            ids += sorted(updates)
-            self.stats.upsert_batches += 1
-            self.stats.updated_keys += len(updates)
-        else:
-            self.stats.insert_batches += 1
-        return [{"id": i, "part": STREAM_PARTS[i % len(STREAM_PARTS)], "val": n * 1000 + i, "ts": n} for i in ids]
-
-    def _drop(self) -> int:
-        """Write the next batch beside the source folder and move it in whole; returns the batch count."""
-        n = len(self.batches)
-        rows = self._make_batch(n)
-        self.batches.append(rows)
-        staged = self.staging / f"batch-{n:04d}.json"
-        staged.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        os.replace(staged, self.source / staged.name)
-        return n + 1
-
-    def expected(self, batches: int | None = None) -> dict[int, StreamRow]:
-        """Key -> (part, val, ts) after the first ``batches`` batches (all fed batches by default)."""
-        out: dict[int, StreamRow] = {}
-        for rows in self.batches[:batches]:
-            for r in rows:
-                out[int(r["id"])] = (r["part"], r["val"], r["ts"])
-        return out
-
-    # -- the stream --
-
-    def status(self) -> dict[str, Any]:
-        """The query's status; a failure (an exception, or the query no longer active) is recorded and raised."""
-        status = self.worker.stream_status(self.name)
-        self._check(status)
-        return status
-
-    def _check(self, status: Mapping[str, Any]) -> None:
-        if status.get("exception") is not None or not status.get("active"):
-            failure = f"streaming query stopped: {str(status.get('exception'))[:2000]}"
-            if failure not in self.stats.failures:
-                self.stats.failures.append(failure)
-            raise AssertionError(failure)
-
-    def _wait(self, batches: int, timeout: float, stop: threading.Event | None) -> bool:
-        """Until the query has run ``batches`` micro-batches (True), ``stop`` is set (False) or it failed. Asks
-        in short requests, so that other requests to the worker interleave."""
-        started = time.monotonic()
-        while True:
-            status = self.worker.stream_status(self.name, wait_for_batches=batches, timeout=1.0)
-            self._check(status)
-            if int(status["batches"]) >= batches:
-                self.stats.batches = int(status["batches"])
-                return True
-            if stop is not None and stop.is_set():
-                return False
-            if time.monotonic() - started > timeout:
-                failure = f"micro-batch {batches - 1} not committed within {timeout:.0f}s"
-                self.stats.failures.append(failure)
-                raise AssertionError(failure)
-
-    def feed_once(self, timeout: float = 300) -> None:
-        """Drop one batch and wait until it is committed (the feeder thread must not run)."""
-        assert self._thread is None
-        started = time.monotonic()
-        self._wait(self._drop(), timeout, None)
-        self.stats.batch_seconds.append(round(time.monotonic() - started, 1))
-
-    def _loop(self) -> None:
-        try:
-            while not self._stop.is_set():
-                started = time.monotonic()
-                if not self._wait(self._drop(), 600, self._stop):
-                    return
-                self.stats.batch_seconds.append(round(time.monotonic() - started, 1))
-                if self._stop.wait(self.rng.uniform(0.0, 1.0)):
-                    return
-        except Exception as e:  # recorded; pause() and the test assert on it
-            if not self.stats.failures:
-                self.stats.failures.append(f"{type(e).__name__}: {e}")
-
-    def start(self) -> None:
-        assert self._thread is None
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="hudi-stream-feeder", daemon=True)
-        self._thread.start()
-
-    def halt(self) -> None:
-        """Drop no more files; a batch in flight goes on (it may wait for the table lock a killed daemon left)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(120)
-            assert not self._thread.is_alive(), "the feeder did not stop within 120s"
-            self._thread = None
-
-    def pause(self, timeout: float = 400, *, check: bool = True) -> None:
-        """Drop no more files and wait until every dropped batch is committed; with ``check``, fail if a batch
-        failed for good."""
-        self.halt()
-        try:
-            self._wait(len(self.batches), timeout, None)
-        except AssertionError:
-            if check:
-                raise
-        assert not check or not self.stats.failures, f"streaming ingestion failed: {self.stats.failures}"
-
-    def stop(self) -> dict[str, Any]:
-        """Stop the query (``pause`` first); returns its last status."""
-        self.halt()
-        return self.worker.stream_stop(self.name)
-
-    def committed_batches(self) -> int:
-        """How many batches the timeline holds completed commits of (from the streaming sink's checkpoint in each
-        commit's metadata): the batches readers must see, even while one waits for a lock."""
-        done = -1
-        for f in instant_files(self.base):
-            if f.state == "completed" and f.action == "commit":
-                raw = (instant_metadata(f).get("extraMetadata") or {}).get(STREAM_CHECKPOINT_KEY)
-                if raw:
-                    done = max(done, int(json.loads(raw).get(self.identifier, -1)))
-        return done + 1
-
-    def check_readers(self, what: str, attempts: int = 5) -> int:
-        """While the stream runs: Hudi's snapshot read and hudi-rs each read exactly the batches the timeline holds
-        (read again when a batch committed during the read). Returns that batch count."""
-        readers = (("Hudi's snapshot read", lambda: self.worker.read(self.base, columns=STREAM_COLUMNS).to_pylist()),
-                   ("hudi-rs", lambda: hudi_rs_rows(self.base, STREAM_COLUMNS, "id")))
-        done = 0
-        for reader, read in readers:
-            for _ in range(attempts):
-                done = self.committed_batches()
-                rows = read()
-                if self.committed_batches() == done:
-                    _assert_same(stream_rows(rows, f"{what}, {reader}"), self.expected(done), f"{what}: {reader}")
-                    break
-            else:
-                raise AssertionError(f"{what}: a batch committed during each of {attempts} reads by {reader}")
-        return done
-
-    def retried_batches(self) -> list[str]:
-        """What Hudi's streaming sink logged about micro-batches that failed (and were retried) since the start."""
-        return self.worker.failed_micro_batches(since=self._log_start)
-
-
-def stream_rows(rows: Iterable[Mapping[str, Any]], what: str) -> dict[int, StreamRow]:
-    """Rows read back as key -> (part, val, ts); a key read twice fails."""
-    out: dict[int, StreamRow] = {}
-    for r in rows:
-        assert int(r["id"]) not in out, f"{what}: key {r['id']} read twice"
-        out[int(r["id"])] = (r["part"], r["val"], r["ts"])
-    return out
-
-
-def _assert_same(got: Mapping[int, StreamRow], expected: Mapping[int, StreamRow], what: str) -> None:
-    if got != expected:
-        missing = sorted(set(expected) - set(got))[:5]
-        extra = sorted(set(got) - set(expected))[:5]
-        stale = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])[:5]
-        raise AssertionError(f"{what} differs from the expected rows ({len(got)} vs {len(expected)} keys; missing "
-                             f"{missing}, unexpected {extra}, stale {stale})")
-
-
-def assert_stream_rows(worker: HudiWorker, base: Path, expected: Mapping[int, StreamRow], what: str) -> None:
-    """Hudi's snapshot read (listing through the metadata table) and hudi-rs both read exactly ``expected``."""
-    for reader, rows in (("Hudi's snapshot read", lambda: worker.read(base, columns=STREAM_COLUMNS).to_pylist()),
-                         ("hudi-rs", lambda: hudi_rs_rows(base, STREAM_COLUMNS, "id"))):
-        _assert_same(stream_rows(rows(), f"{what}, {reader}"), expected, f"{what}: {reader}")
-
-
-_MDT_LOG = re.compile(r"^\.(.+)_(\d+)\.log\.(\d+)_(.+)$")
-_MDT_BASE = re.compile(r"^(.+)_(\d+-\d+-\d+)_(\d+)\.hfile$")
-
-
-def mdt_orphan_files(base: Path) -> list[str]:
-    """Files of the metadata table (layout 2: a log file is named after its deltacommit, an HFile after its
-    compaction) whose instant is neither completed in the metadata timeline nor older than its first instant
-    (archived). Written by an attempt that never completed or was rolled back, they should be gone."""
-    names = mdt_names(base)
-    done = {n.split(".", 1)[0] for n in names if n.count(".") == 1}
-    active = sorted(n.split(".", 1)[0] for n in names if not n.startswith("0000000000000"))
-    first = active[0] if active else None
-    out = []
-    root = base / ".hoodie" / "metadata"
-    for folder in (d for d in _listdir(root) if not d.startswith(".")):
-        for n in _listdir(root / folder):
-            m = _MDT_LOG.match(n) or _MDT_BASE.match(n)
-            if m is None:
-                continue
-            instant = m.group(2) if m.re is _MDT_LOG else m.group(3)
-            if instant not in done and (first is None or instant >= first):
-                out.append(f"{folder}/{n}")
-    return sorted(out)
-
-
-def mdt_pending_instants(base: Path) -> list[str]:
-    """The metadata table's requested or inflight instant files whose instant has no completed file (by time: a
-    compaction completes as a ``commit``)."""
-    names = mdt_names(base)
-    done = {n.split(".", 1)[0] for n in names if n.count(".") == 1}
-    return [n for n in names if n.count(".") == 2 and n.split(".", 1)[0] not in done]
-
-
-def stream_pending_work(base: Path) -> list[str]:
-    """``pending_work`` plus the metadata table's pending instants, markers and heartbeats."""
-    out = pending_work(base)
-    out += [f"metadata table: {n}" for n in mdt_pending_instants(base)]
-    meta = base / ".hoodie" / "metadata" / ".hoodie"
-    out += [f"metadata table: markers of {d.name}" for d in _entries(meta / ".temp") if _entries(d, recursive=True)]
-    out += [f"metadata table: heartbeat {p.name}" for p in _entries(meta / ".heartbeat")]
-    return out
-
-
-def check_stream_recovered(worker: HudiWorker, base: Path, table_name: str, expected: Mapping[int, StreamRow],
-                           what: str) -> dict[str, Any]:
-    """A table Hudi's stream writes, at rest (stream paused, daemon idle): exact rows through Hudi (listing
-    through the metadata table) and hudi-rs, unique keys, no orphan data file and no metadata-table file of an
-    instant that did not complete, nothing pending (data table and metadata table), the lock takeable, no file
-    group in two plans, and the metadata table listing exactly the data files in storage (``validate_files``).
-    Returns what the checks counted."""
-    assert_stream_rows(worker, base, expected, what)
-    assert assert_meta_consistent(base) == len(expected), f"{what}: duplicate or missing record keys"
-    referenced = assert_no_orphan_files(base)
-    orphans = mdt_orphan_files(base)
-    assert not orphans, f"{what}: metadata-table files of instants that never completed: {orphans[:5]}"
-    left = left_behind(base, stream_pending_work)
-    assert not left, f"{what}: left behind after recovery: {left}"
-    options = LockOptions(timeout_s=LOCK_STALE_S + 10, stale_s=LOCK_STALE_S)
-    lock = FileSystemLockProvider(HoodieTable.open(str(base)).storage, options)
-    with lock.held():
-        pass
-    plans = assert_plans_disjoint(base)
-    validation = validate_files(worker, base, table_name)
-    try:
-        validation.assert_clean()
-    except AssertionError as e:
-        raise AssertionError(f"{what}: {e}") from None
-    return {"files_referenced": referenced, "mdt_files_checked": len(validation.rows), "plans": plans,
-            "tmp_left": len(leftover_tmp_files(base))}
-
-
-def check_stream_at_rest(worker: HudiWorker, base: Path, daemon: CrashableDaemon, table_name: str,
-                         expected: Mapping[int, StreamRow], what: str) -> dict[str, Any]:
-    """``check_stream_recovered`` while a daemon runs, the stream paused (see `check_when_idle`; the metadata
-    table's pending work and instant files included)."""
-    return check_when_idle(lambda: wait_at_rest(base, daemon, pending=stream_pending_work, timeout=300),
-                           lambda: hoodie_names(base) + mdt_names(base),
-                           lambda: check_stream_recovered(worker, base, table_name, expected, what), what)

@@ -63,9 +63,10 @@ def without_file_name(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in r.items() if k != "_hoodie_file_name"} for r in rows]
 
 
-def assert_meta_consistent(base: Path) -> int:
-    """Meta columns agree with the file slice that holds them; record keys are unique. Returns the row count."""
-    t = hudi_table(base)
+def assert_meta_consistent(base: Path | str, storage_options: Mapping[str, str] | None = None) -> int:
+    """Meta columns agree with the file slice that holds them; record keys are unique. Returns the row count.
+    ``base``: a folder, or a URI reached with ``storage_options``."""
+    t = hudi_table(base, storage_options)
     reader = t.create_file_group_reader_with_options()
     keys: list[str] = []
     for fs in t.get_file_slices():

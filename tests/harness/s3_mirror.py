@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from botocore.exceptions import ClientError
+
 
 class S3Mirror:
     """The objects under ``uri`` (``s3://`` or ``s3a://`` on the server ``s3``, a ``tests.harness.servers.S3Server``)
@@ -23,21 +25,36 @@ class S3Mirror:
         self._client = s3.boto3()
         self._etags: dict[str, str] = {}
 
-    def listing(self) -> dict[str, tuple[int, str]]:
-        """Every object under the table's prefix: its path relative to the base path -> (size, ETag)."""
+    def listing(self, under: str = "") -> dict[str, tuple[int, str]]:
+        """Every object under the table's prefix (under its folder ``under`` when given, ``"a/b/"``): its path
+        relative to the base path -> (size, ETag)."""
         found: dict[str, tuple[int, str]] = {}
-        for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix):
+        pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix + under)
+        for page in pages:
             for obj in page.get("Contents", []):
                 rel = obj["Key"][len(self.prefix):]
                 if rel and not rel.endswith("/"):
                     found[rel] = (int(obj["Size"]), str(obj["ETag"]))
         return found
 
-    def sync(self) -> Path:
-        """Copy what changed since the last call; returns the folder, now holding exactly the table's objects."""
-        listing = self.listing()
+    def exists(self, rel: str) -> bool:
+        """Whether the object at ``rel`` (relative to the base path) is in the bucket now."""
+        try:
+            self._client.head_object(Bucket=self.bucket, Key=self.prefix + rel)
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+    def sync(self, under: str = "") -> Path:
+        """Copy what changed since the last call; returns the folder, now holding exactly the table's objects (an
+        object deleted between the listing and its download is left out, as if listed a moment later). With
+        ``under`` (a folder of the table, ``"a/b/"``), only that folder is brought up to date."""
+        listing = self.listing(under)
         self.root.mkdir(parents=True, exist_ok=True)
-        for path in sorted(self.root.rglob("*"), reverse=True):
+        folder = self.root / under
+        for path in sorted(folder.rglob("*") if folder.is_dir() else [], reverse=True):
             rel = path.relative_to(self.root).as_posix()
             if path.is_file() and rel not in listing:
                 path.unlink()
@@ -49,6 +66,13 @@ class S3Mirror:
             if self._etags.get(rel) == etag and target.is_file():
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            self._client.download_file(self.bucket, self.prefix + rel, str(target))
+            try:
+                self._client.download_file(self.bucket, self.prefix + rel, str(target))
+            except ClientError as e:  # deleted since the listing (a writer's marker or temporary file)
+                if e.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey"):
+                    raise
+                target.unlink(missing_ok=True)
+                self._etags.pop(rel, None)
+                continue
             self._etags[rel] = etag
         return self.root

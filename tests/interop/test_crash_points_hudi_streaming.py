@@ -21,36 +21,14 @@ Environment, as for ``tests/integration/test_crash_points.py``: ``CLUSTERD_CRASH
 
 from __future__ import annotations
 
-import json
-import os
-import random
-import time
-import uuid
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from hudi_clusterd.exit_codes import EXIT_OK
 from tests.harness.apache_hudi import HudiWorkers, hudi_write_options
-from tests.harness.crash_harness import (
-    MDT_ANCHORS,
-    MDT_REQUIRED_PHASES,
-    CrashableDaemon,
-    HudiStreamIngestor,
-    KillPlan,
-    check_stream_at_rest,
-    count_events,
-    crash_anchors,
-    crash_points,
-    crash_seed,
-    instant_times,
-    kill_at,
-    lock_owner_pid,
-    summarize,
-    write_crash_props,
-)
+from tests.harness.crash_harness import MDT_REQUIRED_PHASES, crash_points, crash_seed, summarize, write_crash_props
+from tests.harness.crash_stream_run import DAEMON_OPTIONS, STREAM_OPTIONS, StreamCrashTarget, run_stream_crash_points
+from tests.harness.crash_table import local_table
 from tests.harness.hudi_versions import HUDI_1_2_V9
 from tests.support import free_port
 
@@ -58,161 +36,32 @@ pytestmark = [pytest.mark.hudi, pytest.mark.integration, pytest.mark.spark]
 
 CI_POINTS = 1  # aimed at metadata_committed (the randomized points are the long run's); CI time
 SLOW_POINTS = 50
-KILL_TIMEOUT_S = 300  # a micro-batch of Hudi 1.2 with its metadata table takes 5-15 s on two cores
-# Hudi's writer settings beside the daemon (docs/writers.md, through hudi_write_options) with its metadata table on
-STREAM_OPTIONS: Mapping[str, str] = {
-    "hoodie.metadata.enable": "true",  # Hudi's default, set explicitly: what this run is about
-    "hoodie.datasource.write.streaming.checkpoint.identifier": "events-stream",  # required under OCC
-    "hoodie.datasource.write.streaming.ignore.failed.batch": "false",  # a batch failing for good stops the query
-    "hoodie.parquet.small.file.limit": "0",  # every insert makes new (small) file groups to cluster
-    "hoodie.clean.max.commits": "4",  # Hudi's cleaner (and its metadata deltacommit) every 4 commits, not each one
-    "hoodie.index.bloom.num_entries": "100",  # small bloom filters, as the daemon's own files (crash_policy)
-    "hoodie.index.bloom.fpp": "0.01",
-    # every commit stays on the active timeline (the orphan check reads the files each completed commit wrote)
-    "hoodie.keep.min.commits": "2000",
-    "hoodie.keep.max.commits": "2010",
-}
-# the daemon's policy is the crash harness's (crash_policy), sorting by a column of this table and planning after
-# every commit (a micro-batch takes seconds)
-DAEMON_OPTIONS: Mapping[str, str] = {"hoodie.clustering.plan.strategy.sort.columns": "val",
-                                     "hoodie.clustering.async.max.commits": "1"}
-# what the daemons logged about recovery and their commits, per point and summed
-EVENTS = ("rolled back abandoned clustering", "metadata table rolled back", "metadata table updated",
-          "removed markers and heartbeat left by a completed clustering", "took over a dead table lock",
-          "clustering lost to ingestion; committed empty", "clustering committed without the groups ingestion moved",
-          "clustering completed", "clustering failed", "table lock was taken or deleted by another writer while held")
 
 
-def _events(daemon: CrashableDaemon) -> dict[str, int]:
-    counts = {e: daemon.count(e) for e in EVENTS}
-    return {e: n for e, n in counts.items() if n}
-
-
-def run_stream_crash_points(workers: HudiWorkers, tmp_path: Path, points: int, seed: int,
-                            forced: Mapping[int, str]) -> list[dict[str, Any]]:
-    """The run: ``points`` kills, ``forced`` maps a point to its anchor (the others draw theirs from a deck)."""
-    rng = random.Random(seed)
-    print(f"\nhudi streaming crash points: seed={seed} points={points} (replay with CLUSTERD_CRASH_SEED={seed})",
-          flush=True)
-    run_started = time.monotonic()
-    worker = workers.for_setup(HUDI_1_2_V9)
+def local_target(workers: HudiWorkers, tmp_path: Path) -> StreamCrashTarget:
+    """Hudi 1.2 (table version 9) writing the folder ``events`` with the file-system lock, beside the daemon."""
     base = tmp_path / "events"
     options = hudi_write_options(HUDI_1_2_V9, "events", record_key="id", partition_path="part", precombine="ts",
                                  extra=STREAM_OPTIONS)
-    stream = HudiStreamIngestor(worker, tmp_path / "stream", base, seed, options)
-    table_name = f"crash_stream_{seed}_{uuid.uuid4().hex[:8]}"
-    records: list[dict[str, Any]] = []
-    deck: list[str] = []
-    to_check: str | None = None  # the kill whose recovery is the next daemon start
-    daemon: CrashableDaemon | None = None
 
-    def recover(what: str, started: float) -> dict[str, Any]:
-        """With the new daemon running: pause the stream (its last batch may wait for the lock the killed daemon
-        left), wait until the daemon is idle, check everything."""
-        assert daemon is not None
-        while_down = stream.committed_batches() - records[-1]["batches_committed_at_kill"]
-        stream.pause()
-        checked = check_stream_at_rest(worker, base, daemon, table_name, stream.expected(), what)
-        return {"batches_while_down": while_down, "recovery_events": _events(daemon),
-                "recovery_seconds": round(time.monotonic() - started, 1), "checked": checked,
-                "batches_at_check": len(stream.batches)}
+    def props(path: Path, _tag: str, parallelism: int) -> None:
+        write_crash_props(path, base, free_port(), parallelism=parallelism, **DAEMON_OPTIONS)
 
-    try:
-        stream.feed_once()  # the table and its metadata table exist before the daemon starts
-        setup_s = time.monotonic() - run_started
-        stream.start()  # the stream runs while each daemon starts; it pauses only for the checks
-        for i in range(points):
-            if not deck:
-                deck = crash_anchors(MDT_ANCHORS)
-                rng.shuffle(deck)
-            anchor = forced.get(i) or deck.pop()
-            plan = KillPlan.draw(rng, anchor)
-            parallelism = rng.choice([1, 2])
-            started = time.monotonic()
-            props = tmp_path / f"clusterd-{i:02d}.properties"
-            write_crash_props(props, base, free_port(), parallelism=parallelism, **DAEMON_OPTIONS)
-            daemon = CrashableDaemon(props, tmp_path / f"daemon-{i:02d}.log")
-            daemon.wait_event("daemon started", 240)
-            startup_s = time.monotonic() - started
-            if to_check is not None:
-                recovered = recover(to_check, started)
-                records[-1].update(recovered)
-                print(json.dumps({"point": i - 1, **recovered}), flush=True)
-                stream.start()
-            known = instant_times(base)
-            armed = time.monotonic()
-            state, fired = kill_at(base, daemon, plan, known, timeout=KILL_TIMEOUT_S)
-            kill_s = time.monotonic() - armed
-            lock_left = lock_owner_pid(base) == daemon.pid
-            linger = daemon.wait_tree_gone(60)
-            daemon.close()
-            daemon = None
-            what = f"seed={seed} point {i} (anchor {plan.anchor}, phase {state.phase}, instant {state.instant})"
-            # readers before recovery, the stream going on (a batch waits for the lock the killed daemon may have
-            # left, which the next daemon takes over): exactly the batches the timeline holds
-            committed = stream.check_readers(what + ", readers before recovery")
-            stream.status()
-            to_check = what + ", after a daemon restart"
-            record = {"point": i, "anchor": plan.anchor, "fired": fired, "delay_s": plan.delay_s, "kill": plan.mode,
-                      "parallelism": parallelism, "phase": state.phase, "instant": state.instant,
-                      "states": list(state.states), "mdt": state.mdt, "markers": state.markers,
-                      "partial_files": state.partial_files, "groups": state.groups,
-                      "groups_finished": state.groups_finished, "lock_held": state.lock_held_by_daemon,
-                      "lock_left": lock_left, "cycles_done": state.cycles_done,
-                      "completion_step": plan.completion_step, "last_event": state.last_event,
-                      "linger_s": round(linger, 2), "startup_s": round(startup_s, 1), "kill_s": round(kill_s, 1),
-                      "batches_committed_at_kill": committed, "seconds": round(time.monotonic() - started, 1)}
-            records.append(record)
-            print(json.dumps(record), flush=True)
-        props = tmp_path / "clusterd-final.properties"
-        write_crash_props(props, base, free_port(), **DAEMON_OPTIONS)
-        started = time.monotonic()
-        daemon = CrashableDaemon(props, tmp_path / "daemon-final.log")
-        daemon.wait_event("daemon started", 240)
-        if to_check is not None:
-            recovered = recover(to_check, started)
-            records[-1].update(recovered)
-            print(json.dumps({"point": len(records) - 1, **recovered}), flush=True)
-        assert daemon.terminate(120) == EXIT_OK
-        final = stream.stop()
-        assert final["exception"] is None, final["exception"]
-    finally:
-        stream.halt()
-        if daemon is not None:
-            daemon.close()
-        if worker.alive and worker.request("stream_status", name=stream.name).get("active"):
-            worker.stream_stop(stream.name)
-    stats = stream.stats
-    retried = stream.retried_batches()
-    logged = count_events(sorted(tmp_path.glob("daemon-*.log")), EVENTS)
-    total_s = time.monotonic() - run_started
-    print(f"hudi streaming crash points: seed={seed}; phases {summarize(records, 'phase')}; anchors "
-          f"{summarize(records, 'anchor')}; anchors fired {sum(1 for r in records if r['fired'])}/{len(records)}; "
-          f"stream: {len(stream.batches)} micro-batches ({stats.insert_batches} inserts only, {stats.upsert_batches} "
-          f"with updates, {stats.updated_keys} key updates), {len(retried)} retried by Hudi's sink, batch seconds "
-          f"median {sorted(stats.batch_seconds)[len(stats.batch_seconds) // 2] if stats.batch_seconds else None}; "
-          f"daemons logged {logged}; setup {setup_s:.0f}s, total {total_s:.0f}s", flush=True)
-    for line in retried[:5]:
-        print("retried micro-batch:", line.strip()[:500], flush=True)
-    report = os.environ.get("CLUSTERD_CRASH_REPORT")
-    if report:
-        Path(report).write_text(json.dumps({"seed": seed, "points": records, "stream": vars(stats),
-                                            "retried_batches": retried, "daemon_events": logged,
-                                            "seconds": round(total_s, 1)}, indent=1))
-    assert not stats.failures, f"seed={seed}: streaming ingestion failed: {stats.failures}"
-    return records
+    return StreamCrashTarget(workers.for_setup(HUDI_1_2_V9), local_table(base), options, props)
 
 
 def test_hudi_streaming_crash_points_ci_sample(hudi_workers: HudiWorkers, tmp_path: Path) -> None:
     seed = crash_seed()
-    records = run_stream_crash_points(hudi_workers, tmp_path, crash_points(CI_POINTS), seed, {0: "metadata_committed"})
+    records = run_stream_crash_points(local_target(hudi_workers, tmp_path), tmp_path, crash_points(CI_POINTS), seed,
+                                      {0: "metadata_committed"})
     assert len(records) == crash_points(CI_POINTS)
 
 
 @pytest.mark.slow
 def test_hudi_streaming_crash_points_randomized_run(hudi_workers: HudiWorkers, tmp_path: Path) -> None:
     seed = crash_seed()
-    records = run_stream_crash_points(hudi_workers, tmp_path, crash_points(SLOW_POINTS), seed, {})
+    records = run_stream_crash_points(local_target(hudi_workers, tmp_path), tmp_path, crash_points(SLOW_POINTS),
+                                      seed, {})
     hit = {r["phase"] for r in records}
     missing = [p for p in MDT_REQUIRED_PHASES if p not in hit]
     assert not missing, f"seed={seed}: phases never hit: {missing}; histogram {summarize(records, 'phase')}"

@@ -36,12 +36,8 @@ import pytest
 from hudi_clusterd.exit_codes import EXIT_OK
 from hudi_clusterd.storage import StorageSpec
 from tests.harness.apache_hudi import HudiWorker
-from tests.harness.crash_harness import (
-    CrashableDaemon,
-    left_behind,
-    mdt_orphan_files,
-    stream_pending_work,
-)
+from tests.harness.crash_harness import CrashableDaemon, left_behind
+from tests.harness.crash_stream import mdt_orphan_files, stream_pending_work
 from tests.harness.daemon_harness import (
     clusterings,
     completed,
