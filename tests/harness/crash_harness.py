@@ -978,8 +978,8 @@ def kill_at(table: Path | WatchedTable, daemon: CrashableDaemon, plan: KillPlan,
     appears whole) and the metadata deltacommit completed before the replacecommit. Those are approached from the
     daemon's log instead (``LOG_APPROACHED``): the daemon is frozen as soon as it logs the plan's metadata table
     updated (or a new plan saved) and the table then checked, or run in short slices from the start of a group
-    (``step_into_writing``). A plan only requested is seldom caught that way: the daemon claims its plan in the
-    same lock hold that saves it, before it logs the plan saved."""
+    (``step_into_writing``). A plan only requested is the shortest of them: the daemon logs the plan saved and
+    claims it at once, in the same lock hold, so the freeze does not always come before the claim's writes."""
     watched = as_watched(table)
     cycle = Cycle(watched, daemon, known)
     start = time.monotonic()

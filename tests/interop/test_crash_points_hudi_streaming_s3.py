@@ -42,8 +42,8 @@ CI_POINTS = 1  # aimed at metadata_committed (the randomized points are the long
 SLOW_POINTS = 50
 TABLE = "events"  # the table's name: Hudi's inferred ZooKeeper lock key
 DAEMON_SESSION_TIMEOUT_MS = 10_000  # how long a killed daemon's lock node outlives it (ZooKeeper's tick is 2 s)
-# A plan only requested lasts one PUT on S3, and the daemon claims it in the same lock hold before logging it
-# (see ``kill_at``): the anchor ``requested`` is drawn and tried, but its phase is not required here.
+# A plan only requested lasts a few milliseconds on S3: the daemon logs it saved and claims it at once, in the same
+# lock hold (see ``kill_at``); the anchor ``requested`` is drawn and tried, but its phase is not required here.
 S3_REQUIRED_PHASES = tuple(p for p in MDT_REQUIRED_PHASES if p != "requested")
 
 

@@ -161,11 +161,11 @@ def schedule(
         table.check_writer_zones(snapshot.meta_files)
         requested = _save(table, snapshot,
                           table.timeline_store.serde.encode_plan(RequestedReplaceMetadata.for_plan(plan)))
+        log.info("clustering plan saved", instant=requested.time, groups=len(plan.input_groups),
+                 slices=plan.num_slices, input_bytes=plan.input_bytes)
         pending = PendingPlan(requested, plan)
         claim = claim_with.claim(table, pending, locked=True) if claim_with is not None else None
     if plan is not planning.plan:
         planning = PlanningResult(plan, planning.reason + " (some groups dropped: they moved while planned)",
                                   planning.partitions_considered, planning.eligible_slices, planning.skipped)
-    log.info("clustering plan saved", instant=requested.time, groups=len(plan.input_groups),
-             slices=plan.num_slices, input_bytes=plan.input_bytes)
     return ScheduleResult(snapshot, decision, planning, pending, claim)
