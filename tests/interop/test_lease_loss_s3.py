@@ -313,10 +313,14 @@ def test_a_daemon_that_lost_its_lease_writes_nothing_and_recovers(
 
         wait_for(done, 240, "the daemon's recovery", daemon.proc, interval=0.5)
         # (the groups Hudi's upsert did not touch are clustered, under a new lease, after a check against the
-        # timeline as it is then: at once when nothing was written under the lost lease, after a rollback of the
-        # attempt and a new one when its metadata table's deltacommit was)
+        # timeline as it is then: at once, or after a rollback of the attempt and a new one, which is a must when
+        # its metadata table's deltacommit was written)
         attempts = [e for e in daemon.events if e.get("instant") == instant and e.get("event") in FINISHED]
-        assert [e["outcome"] for e in attempts] == (["completed"] if moment == LOCK_TAKEN else ["failed", "completed"])
+        outcomes = [e["outcome"] for e in attempts]
+        # (right after the lock was taken, the lost lease fails the attempt or holds it back until the lock is had
+        # again, by where in the commit the freeze landed)
+        assert outcomes in ([["completed"], ["failed", "completed"]] if moment == LOCK_TAKEN
+                            else [["failed", "completed"]]), outcomes
         assert clusterings(table, replaced=True) == [instant]
         # (the lost lease is counted, reported after the tick)
         wait_for(lambda: metric(scrape(port), "hudi_clusterd_lock_leases_lost_total", table="events") >= 1, 60,

@@ -36,9 +36,11 @@ LogFormat = Literal["auto", "json", "console"]
 LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS: Final[tuple[LogFormat, ...]] = ("auto", "json", "console")
 
-NOISY_LOGGERS: Final = ("py4j", "pyspark", "watchdog")
+NOISY_LOGGERS: Final = ("py4j", "pyspark", "watchdog", "botocore", "boto3", "urllib3")
 """Library loggers held at WARNING whatever the configured level (py4j logs every gateway call at INFO; watchdog
-logs every file event in the watched folders at DEBUG, among them each write of a log file kept there)."""
+logs every file event in the watched folders at DEBUG, among them each write of a log file kept there; botocore,
+boto3 and urllib3, the DynamoDB lock's client, log every request at DEBUG with its signing steps, headers and
+response body, the access key id among them)."""
 
 _HANDLER_NAME: Final = "hudi_clusterd"
 
