@@ -182,3 +182,25 @@ def lock_props(writer_options: Mapping[str, str], base_uri: str) -> dict[str, st
              if k.startswith("hoodie.write.lock.") or k in _LOCK_CONTEXT_KEYS}
     props["hoodie.base.path"] = base_uri
     return props
+
+
+def dynamodb_lock_owners(client: Any, lock_key: str, *, table: str = LOCK_TABLE) -> list[str]:
+    """Who holds the DynamoDB lock ``lock_key`` (a boto3 DynamoDB ``client``): the item's ``ownerName``, read
+    consistently; none when there is no item, or no lock table yet (the first writer that locks creates it)."""
+    try:
+        item = client.get_item(TableName=table, Key={"key": {"S": lock_key}}, ConsistentRead=True).get("Item")
+    except client.exceptions.ResourceNotFoundException:
+        return []
+    owner = (item or {}).get("ownerName", {}).get("S")
+    return [owner] if owner else []
+
+
+def zookeeper_lock_nodes(zk: Any, lock_key: str, *, base_path: str = ZOOKEEPER_BASE_PATH) -> list[str]:
+    """The nodes under the ZooKeeper lock ``<base_path>/<lock_key>`` (a started kazoo client ``zk``): each
+    holder's or waiter's, by name; none when the lock path does not exist yet."""
+    from kazoo.exceptions import NoNodeError
+
+    try:
+        return sorted(zk.get_children(f"{base_path}/{lock_key}"))
+    except NoNodeError:
+        return []

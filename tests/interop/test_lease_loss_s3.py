@@ -49,12 +49,12 @@ from tests.harness.daemon_harness import (
 )
 from tests.harness.hudi_rs_checks import assert_no_orphan_files, hudi_rs_rows, s3_storage_options
 from tests.harness.hudi_s3 import (
-    LOCK_TABLE,
-    ZOOKEEPER_BASE_PATH,
     dynamodb_lock_options,
+    dynamodb_lock_owners,
     lock_props,
     s3_writer_options,
     s3a_uri,
+    zookeeper_lock_nodes,
     zookeeper_lock_options,
 )
 from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_2_V9, HudiSetup
@@ -135,19 +135,8 @@ class LockService:
 
     def holders(self) -> set[str]:
         if self.kind == DYNAMODB:
-            try:
-                item = self.client.get_item(TableName=LOCK_TABLE, Key={"key": {"S": self.lock_key}},
-                                            ConsistentRead=True)
-            except self.client.exceptions.ResourceNotFoundException:
-                return set()
-            owner = item.get("Item", {}).get("ownerName", {}).get("S")
-            return {owner} if owner else set()
-        from kazoo.exceptions import NoNodeError
-
-        try:
-            return set(self.client.get_children(f"{ZOOKEEPER_BASE_PATH}/{self.lock_key}"))
-        except NoNodeError:
-            return set()
+            return set(dynamodb_lock_owners(self.client, self.lock_key))
+        return set(zookeeper_lock_nodes(self.client, self.lock_key))
 
     @property
     def acquired_event(self) -> str:

@@ -36,12 +36,12 @@ from hudi_clusterd.lock import Lease, LockProvider, lock_provider_from_propertie
 from hudi_clusterd.storage import StorageSpec, open_storage
 from tests.harness.apache_hudi import HudiRequestError, HudiWorker
 from tests.harness.hudi_s3 import (
-    LOCK_TABLE,
-    ZOOKEEPER_BASE_PATH,
     dynamodb_lock_options,
+    dynamodb_lock_owners,
     lock_props,
     s3_writer_options,
     s3a_uri,
+    zookeeper_lock_nodes,
     zookeeper_lock_options,
 )
 from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_2_V9, HudiSetup
@@ -153,16 +153,10 @@ def _holders(request: pytest.FixtureRequest, kind: str, table: str) -> list[str]
     """Who holds or queues for the table's lock on its server: the DynamoDB item's ``ownerName`` (none when there
     is no item), or the children of the ZooKeeper lock path (each holder's or waiter's node)."""
     if kind == DYNAMODB:
-        client = request.getfixturevalue("dynamodb_server").client()
-        try:
-            item = client.get_item(TableName=LOCK_TABLE, Key={"key": {"S": table}}, ConsistentRead=True).get("Item")
-        except client.exceptions.ResourceNotFoundException:
-            return []
-        return [item["ownerName"]["S"]] if item else []
+        return dynamodb_lock_owners(request.getfixturevalue("dynamodb_server").client(), table)
     zk = request.getfixturevalue("zookeeper_server").client()
     try:
-        path = f"{ZOOKEEPER_BASE_PATH}/{table}"
-        return sorted(zk.get_children(path)) if zk.exists(path) else []
+        return zookeeper_lock_nodes(zk, table)
     finally:
         zk.stop()
         zk.close()

@@ -36,9 +36,11 @@ from tests.harness.hudi_s3 import (
     LOCK_TABLE,
     ZOOKEEPER_BASE_PATH,
     dynamodb_lock_options,
+    dynamodb_lock_owners,
     lock_props,
     s3_writer_options,
     s3a_uri,
+    zookeeper_lock_nodes,
     zookeeper_lock_options,
 )
 from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_2_V9, HudiSetup
@@ -85,30 +87,6 @@ class LockPoller:
         thread.join(10)
 
 
-def _dynamodb_owners(client: Any) -> Callable[[], set[str]]:
-    def read() -> set[str]:
-        try:
-            item = client.get_item(TableName=LOCK_TABLE, Key={"key": {"S": LOCK_KEY}}, ConsistentRead=True)
-        except client.exceptions.ResourceNotFoundException:  # created by the first writer that locks
-            return set()
-        owner = item.get("Item", {}).get("ownerName", {}).get("S")
-        return {owner} if owner else set()
-
-    return read
-
-
-def _zookeeper_nodes(zk: Any) -> Callable[[], set[str]]:
-    from kazoo.exceptions import NoNodeError
-
-    def read() -> set[str]:
-        try:
-            return set(zk.get_children(f"{ZOOKEEPER_BASE_PATH}/{LOCK_KEY}"))
-        except NoNodeError:
-            return set()
-
-    return read
-
-
 @pytest.fixture
 def lock_service(request: pytest.FixtureRequest) -> Iterator[tuple[str, Any]]:
     """The lock service of this case's lock: (``"dynamodb"``, DynamoServer) or (``"zookeeper"``, ZooKeeperServer)."""
@@ -136,10 +114,10 @@ def test_streaming_ingestion_and_the_daemon_share_a_table_on_s3(
     env = {**s3_server.env(), **(server.env() if lock == "dynamodb" else {})}
     if lock == "dynamodb":
         client = server.client()
-        poller = LockPoller(_dynamodb_owners(client))
+        poller = LockPoller(lambda: set(dynamodb_lock_owners(client, LOCK_KEY)))
     else:
         client = server.client()
-        poller = LockPoller(_zookeeper_nodes(client))
+        poller = LockPoller(lambda: set(zookeeper_lock_nodes(client, LOCK_KEY)))
     thread = poller.start()
     try:
         run = run_stream_beside_daemon(worker, table, tmp_path, options,
