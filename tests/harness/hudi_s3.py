@@ -5,9 +5,11 @@ A worker for a setup on S3 (:func:`s3_worker`) is the setup's bundle plus what `
 (Hadoop's S3A connector for PySpark 3.5.1; for Hudi 0.15.0 also the runtime of its ``DynamoDBBasedLockProvider``,
 which the bundles lack), the S3A settings of ``../shared/docs/hudi-object-stores.md`` §8 as ``spark.hadoop.*``
 (endpoint, path-style access, no TLS, the server's keys through the simple credentials provider, ``s3://`` served
-by S3A too, fail-fast connection settings, a pool of 8,000 connections for Hudi 1.2's metadata-table reader,
-which keeps taking connections: 500 ran out at the 13th micro-batch of a stream beside the daemon, 2,000 at the
-45th of the S3 crash-point run, whose checks read the table through Hudi after every kill), and an
+by S3A too, fail-fast connection settings, a pool of 16,000 connections for Hudi 1.2's metadata-table reader,
+which keeps taking connections and never gives them back (the server closes them, they stay in CLOSE-WAIT): 500
+ran out at the 13th micro-batch of a stream beside the daemon, 2,000 at the 45th of the S3 crash-point run, whose
+checks read the table through Hudi after every kill, and that run holds about 180 more per kill, so its 50 kills
+need about 9,000; each connection is an open socket of the worker, which may have 20,000 open files here), and an
 environment a developer's own AWS settings cannot leak into. It is a :class:`~tests.harness.apache_hudi.HudiWorker`
 under a :class:`~tests.harness.apache_hudi.WorkerProfile`, shared like every worker by the session's
 :class:`~tests.harness.apache_hudi.HudiWorkers` (one running at a time).
@@ -44,7 +46,7 @@ DYNAMODB_PROVIDER = "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvi
 ZOOKEEPER_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
 LOCK_TABLE = "hudi_locks"
 ZOOKEEPER_BASE_PATH = "/hudi/locks"
-S3A_CONNECTION_MAXIMUM = "8000"
+S3A_CONNECTION_MAXIMUM = "16000"
 
 # Variables of a developer's own AWS set-up that must not reach the worker's SDKs.
 _UNSET = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
