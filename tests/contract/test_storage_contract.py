@@ -320,6 +320,18 @@ def test_parquet_through_output_and_input_files(storage: Storage) -> None:
     assert info is not None and info.size == len(storage.read_bytes("p=1/f.parquet"))
 
 
+@pytest.mark.parametrize("size", [0, 1, 100, 200_000])
+def test_an_input_file_reads_exactly_the_file(storage: Storage, size: int) -> None:
+    data = bytes(i * 13 % 256 for i in range(size))
+    storage.put(f"in/{size}.bin", data)
+    with storage.open_input_file(f"in/{size}.bin") as f:
+        assert f.size() == size and f.read() == data
+        f.seek(size // 2)
+        assert f.read(10) == data[size // 2:size // 2 + 10]
+    with pytest.raises(StorageError, match=r"in/none\.bin"):
+        storage.open_input_file("in/none.bin")
+
+
 # --- paths ----------------------------------------------------------------------------------------------------------
 
 

@@ -557,7 +557,7 @@ def classify(table: Path | WatchedTable, daemon: CrashableDaemon, known: set[str
         phase = "requested"
     elif not files:
         phase = "claimed"
-    elif partial:
+    elif partial and finished < groups:  # after the last group, a marker without its file is a failed attempt's
         phase = "writing"
     elif finished < groups:
         phase = "between_files"
@@ -849,6 +849,17 @@ class Cycle:
                 self._complete.add(f)
         return False
 
+    def look_at(self) -> None:
+        """Refresh what the completion of the running plan changes (its timeline files, markers and heartbeat),
+        or the whole table before a plan."""
+        p = self.plan()
+        if p is None:
+            self.table.refresh()
+            return
+        timeline = timeline_folder(self.base).relative_to(self.base).as_posix()
+        for under in (f"{timeline}/{p[0]}", f".hoodie/.temp/{p[0]}/", f".hoodie/.heartbeat/{p[0]}"):
+            self.table.refresh(under)
+
     def completion_step(self) -> str | None:
         """Inside ``complete``: ``pre_commit`` (the daemon holds the lock after its last group, no replacecommit
         yet) or ``post_commit`` (the replacecommit is written, its markers or heartbeat not removed yet)."""
@@ -911,16 +922,20 @@ def step_into_completion(daemon: CrashableDaemon, cycle: Cycle, want: str = "pre
     """From the start of the plan's last running group, run the daemon in slices of a few milliseconds until it
     is inside its completion at step ``want`` (see ``Cycle.completion_step``); True when it was caught there,
     False when that step went by. Returns with the daemon frozen. A slice lasts at least as long as the look
-    between two slices (refreshing a table on S3 takes tens of milliseconds), so the daemon runs about half the
-    time: its lock heartbeat or ZooKeeper ping comes late, never near the staleness limit or session timeout."""
+    between two slices, so the daemon runs about half the time: its lock heartbeat or ZooKeeper ping comes late,
+    never near the staleness limit or session timeout. Each look refreshes only the plan's own timeline files,
+    markers and heartbeat (`Cycle.look_at`: three short listings on S3), which keeps it, and so the slices, short
+    enough to land between the replacecommit and the clean-up of its markers; the whole table is refreshed before
+    returning True."""
     daemon.freeze()
     deadline = time.monotonic() + STEP_BUDGET_S
     while time.monotonic() < deadline:
         looking = time.monotonic()
         daemon.poll_events()
-        cycle.table.refresh()
+        cycle.look_at()
         step = cycle.completion_step()
         if step == want:
+            cycle.table.refresh()
             return True
         p = cycle.plan()
         if p is not None and completed_replace_file(cycle.base, p[0]) is not None and step is None:

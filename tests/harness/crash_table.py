@@ -153,8 +153,8 @@ class WatchedTable:
         return self._sync is None
 
     def refresh(self, under: str = "") -> Path:
-        """Bring ``root`` up to date with the table (only its folder ``under``, ``"a/b/"``, when given; nothing to
-        do for a local table); returns ``root``."""
+        """Bring ``root`` up to date with the table (only the paths starting with ``under`` when given: a folder
+        ``"a/b/"`` or a prefix of names; nothing to do for a local table); returns ``root``."""
         if self._sync is not None:
             self._sync(under)
         return self.root

@@ -50,12 +50,15 @@ class S3Mirror:
     def sync(self, under: str = "") -> Path:
         """Copy what changed since the last call; returns the folder, now holding exactly the table's objects (an
         object deleted between the listing and its download is left out, as if listed a moment later). With
-        ``under`` (a folder of the table, ``"a/b/"``), only that folder is brought up to date."""
+        ``under``, only the paths that start with it are brought up to date: a folder of the table (``"a/b/"``)
+        or any prefix of paths (``"a/b/2026"``: the files of one instant), one listing either way."""
         listing = self.listing(under)
         self.root.mkdir(parents=True, exist_ok=True)
-        folder = self.root / under
-        for path in sorted(folder.rglob("*") if folder.is_dir() else [], reverse=True):
+        parent = self.root / under.rsplit("/", 1)[0] if "/" in under else self.root
+        for path in sorted(parent.rglob("*") if parent.is_dir() else [], reverse=True):
             rel = path.relative_to(self.root).as_posix()
+            if not rel.startswith(under):
+                continue
             if path.is_file() and rel not in listing:
                 path.unlink()
                 self._etags.pop(rel, None)

@@ -20,9 +20,11 @@ guarantees (`Capabilities`):
   (the listed folder's own marker) and keeps the common prefixes as folders. obstore cannot address a key ending
   in ``/``, so ``delete_dir`` cannot remove S3A's markers on AWS; it also deletes the folder names of the keys it
   deleted, which removes the emptied folders that a file-system-backed store (SeaweedFS) keeps listing.
-- **Reads by ranges**: `open_input_file` reads the byte ranges asked for (`object_io.RangeReader`); `read_bytes`
-  gets the whole object. Writes: `put` is one ``PUT``; `open_output` uploads on close (one ``PUT``, or a
-  multipart upload for large files), so the object appears whole, only when the stream is closed.
+- **Reads by ranges**: `open_input_file` reads the byte ranges asked for (`object_io.RangeReader`), starting with
+  one suffix-range ``GET`` of the object's last `MIN_FETCH` bytes that also tells its size (a Parquet footer is
+  read from it; no ``HEAD``; on Azure, a ``HEAD`` for the size); `read_bytes` gets the whole object. Writes: `put`
+  is one ``PUT``; `open_output` uploads on close (one ``PUT``, or a multipart upload for large files), so the
+  object appears whole, only when the stream is closed.
 - **Listings** are the store's pages (``LIST``, 1000 entries each): a delimiter listing for `list_dir`, a flat one
   for `info` of a folder (one entry is enough) and `delete_dir`.
 - **Spark** reads the files in its Python workers through this storage (``spark_readable`` is False): no Hadoop
@@ -56,7 +58,14 @@ from hudi_clusterd.storage.object_config import (
 )
 from hudi_clusterd.storage.object_errors import object_error
 from hudi_clusterd.storage.object_hadoop import s3a_bucket_options
-from hudi_clusterd.storage.object_io import PART_BYTES, UPLOAD_CONCURRENCY, RangeReader, UploadWriter, upload_requests
+from hudi_clusterd.storage.object_io import (
+    MIN_FETCH,
+    PART_BYTES,
+    UPLOAD_CONCURRENCY,
+    RangeReader,
+    UploadWriter,
+    upload_requests,
+)
 from hudi_clusterd.storage.requests import DELETE, GET, HEAD, LIST, PRECONDITION_FAILED, PUT, RequestCounts
 
 if TYPE_CHECKING:
@@ -234,11 +243,39 @@ class ObjectStorage(Storage):
         return data
 
     def open_input_file(self, rel: str) -> pa.NativeFile:
+        size, tail = self._tail(rel)
+        return pa.PythonFile(RangeReader(lambda start, end: self._range(rel, start, end), size, self.uri(rel),
+                                         tail), mode="r")
+
+    def _tail(self, rel: str) -> tuple[int, bytes]:
+        """The object's size and its last `MIN_FETCH` bytes (all of it when smaller), from one suffix-range
+        ``GET``; a store that refuses the range (S3 for an empty object) is asked the size instead (a ``HEAD``),
+        and so is Azure, to which obstore sends no suffix range."""
+        import obstore as obs
+
+        if self.location.cloud == "azure":
+            return self._size(rel), b""
+        self._count(GET)
+        try:
+            result = obs.get(self.client.store, self._key(rel), options={"range": {"suffix": MIN_FETCH}})
+            tail = bytes(result.bytes())
+        except FileNotFoundError as e:
+            raise StorageError(f"file not found: {self.uri(rel)}") from e
+        except Exception:  # asked again: the HEAD's error names the object and the endpoint
+            return self._size(rel), b""
+        self.client.requests.add_bytes_read(len(tail))
+        size = int(result.meta["size"])
+        start, end = result.range
+        if end != size or end - start != len(tail):
+            raise StorageError(f"{self.uri(rel)}: the store answered the last {MIN_FETCH} bytes of an object of "
+                               f"{size} with bytes {start}-{end} ({len(tail)} of them)")
+        return size, tail
+
+    def _size(self, rel: str) -> int:
         meta = self._head(rel)
         if meta is None:
             raise StorageError(f"file not found: {self.uri(rel)}")
-        return pa.PythonFile(RangeReader(lambda start, end: self._range(rel, start, end), int(meta["size"]),
-                                         self.uri(rel)), mode="r")
+        return int(meta["size"])
 
     def _range(self, rel: str, start: int, end: int) -> bytes:
         import obstore as obs

@@ -3,8 +3,11 @@ when it is closed.
 
 `RangeReader` serves each read from one ranged ``GET`` (at least `MIN_FETCH` bytes, kept for the reads that
 follow): a Parquet reader that asks for the footer and then for the columns it needs downloads those, never the
-whole file. `UploadWriter` hands bytes to obstore's buffered writer: an object up to `PART_BYTES` is one ``PUT``
-when the stream is closed; a larger one is a multipart upload of `PART_BYTES` parts, completed (and only then
+whole file. It starts from the object's last `MIN_FETCH` bytes when its opener fetched them (one suffix-range
+``GET`` tells the object's size too, so no ``HEAD`` is needed, and the footer is read from them).
+
+`UploadWriter` hands bytes to obstore's buffered writer: an object up to `PART_BYTES` is one ``PUT`` when the
+stream is closed; a larger one is a multipart upload of `PART_BYTES` parts, completed (and only then
 visible) when the stream is closed.
 """
 
@@ -26,15 +29,18 @@ UPLOAD_CONCURRENCY: Final = 4
 
 
 class RangeReader(io.RawIOBase):
-    """A seekable reader of an object of ``size`` bytes; ``fetch(start, end)`` returns bytes ``[start, end)``."""
+    """A seekable reader of an object of ``size`` bytes; ``fetch(start, end)`` returns bytes ``[start, end)``.
+    ``tail``, the object's last bytes when the opener has them, serves the reads that fall inside it."""
 
-    def __init__(self, fetch: Callable[[int, int], bytes], size: int, name: str) -> None:
+    def __init__(self, fetch: Callable[[int, int], bytes], size: int, name: str, tail: bytes = b"") -> None:
         super().__init__()
+        if len(tail) > size:
+            raise ValueError(f"{name}: a tail of {len(tail)} bytes for an object of {size}")
         self._fetch = fetch
         self._size = size
         self._pos = 0
-        self._buffer = b""
-        self._buffer_start = 0
+        self._buffer = tail
+        self._buffer_start = size - len(tail)
         self.name = name
 
     def readable(self) -> bool:

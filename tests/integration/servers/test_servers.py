@@ -1,5 +1,6 @@
 """The object-store test servers answer as the tests rely on: S3 with conditional writes, DynamoDB with
-conditional puts, ZooKeeper with sessions and ephemeral sequential nodes."""
+conditional puts, ZooKeeper with sessions and ephemeral sequential nodes; and the local mirror of an S3 table that
+the crash harnesses read (``tests/harness/s3_mirror.py``)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,32 @@ def test_azurite_does_conditional_writes(azurite_server: Any) -> None:
     with pytest.raises(ResourceModifiedError):
         blob.upload_blob(b"d", overwrite=True, etag=first["etag"], match_condition=MatchConditions.IfNotModified)
     assert blob.download_blob().readall() == b"c"
+
+
+def test_the_s3_mirror_copies_a_folder_or_a_prefix_exactly(s3_server: Any, tmp_path: Any) -> None:
+    from tests.harness.s3_mirror import S3Mirror
+
+    uri = s3_server.fresh_uri("mirror")
+    s3, prefix = s3_server.boto3(), uri.split("/", 3)[3] + "/"
+    for key in ("t/100.a", "t/100_5.b", "t/200.a", "m/100/x", "top"):
+        s3.put_object(Bucket=s3_server.bucket, Key=prefix + key, Body=key.encode())
+    mirror = S3Mirror(s3_server, uri, tmp_path)
+
+    def files() -> set[str]:
+        return {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+
+    assert files() == set() and mirror.sync() == tmp_path
+    assert files() == {"t/100.a", "t/100_5.b", "t/200.a", "m/100/x", "top"}
+    assert (tmp_path / "t" / "100_5.b").read_bytes() == b"t/100_5.b"
+    # a prefix of names brings those paths up to date, and no others
+    s3.delete_object(Bucket=s3_server.bucket, Key=prefix + "t/100.a")
+    s3.delete_object(Bucket=s3_server.bucket, Key=prefix + "t/200.a")
+    s3.put_object(Bucket=s3_server.bucket, Key=prefix + "t/100_6.c", Body=b"new")
+    mirror.sync("t/100")
+    assert files() == {"t/100_5.b", "t/100_6.c", "t/200.a", "m/100/x", "top"}
+    # a folder, emptied, goes with its files
+    s3.delete_object(Bucket=s3_server.bucket, Key=prefix + "m/100/x")
+    mirror.sync("m/")
+    assert not (tmp_path / "m" / "100").exists() and "top" in files()
+    mirror.sync()
+    assert files() == {"t/100_5.b", "t/100_6.c", "top"}

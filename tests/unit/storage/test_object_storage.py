@@ -85,14 +85,52 @@ def test_a_parquet_footer_is_read_by_ranges(storage: ObjectStorage) -> None:
     before, bytes_before = storage.requests.snapshot(), storage.requests.bytes_read
     with storage.open_input_file("p/f.parquet") as f:
         assert pq.ParquetFile(f).metadata.num_row_groups == 10
-    # Then one HEAD (the size) and one ranged GET fetched the end of the file, not the file
-    assert difference(storage.requests.snapshot(), before) == {"HEAD": 1, "GET": 1}
-    assert storage.requests.bytes_read - bytes_before <= MIN_FETCH < size
+    # Then one suffix-range GET fetched the end of the file (and told its size), not the file; no HEAD
+    assert difference(storage.requests.snapshot(), before) == {"GET": 1}
+    assert storage.requests.bytes_read - bytes_before == MIN_FETCH < size
     # And one column of one row group reads that chunk, not the others
     before = storage.requests.bytes_read
     with storage.open_input_file("p/f.parquet") as f:
         assert pq.ParquetFile(f).read_row_group(3, columns=["x"]).column("x")[0].as_py() == 30_000
     assert storage.requests.bytes_read - before < size / 5
+
+
+@pytest.mark.parametrize("size", [0, 1, MIN_FETCH - 1, MIN_FETCH, MIN_FETCH + 1, 3 * MIN_FETCH + 7])
+def test_an_opened_object_reads_exactly_its_bytes(storage: ObjectStorage, size: int) -> None:
+    data = bytes(i * 7 % 251 for i in range(size))
+    storage.put("o/b", data)
+    before = storage.requests.snapshot()
+    with storage.open_input_file("o/b") as f:
+        assert f.size() == size
+        cost = difference(storage.requests.snapshot(), before)
+        assert f.read() == data
+        f.seek(max(0, size - 5))
+        assert f.read(100) == data[-5:]
+    # the object's last MIN_FETCH bytes came with the open, so a small object costs that one GET only
+    assert cost == {"GET": 1}
+    assert difference(storage.requests.snapshot(), before)["GET"] == (1 if size <= MIN_FETCH else 2)
+
+
+def test_opening_a_missing_object_names_it(storage: ObjectStorage) -> None:
+    with pytest.raises(StorageError, match=r"file not found: s3a://.*/t/o/none"):
+        storage.open_input_file("o/none")
+
+
+def test_range_reader_serves_the_tail_it_starts_with() -> None:
+    data = bytes(range(256)) * 1024
+    fetched: list[tuple[int, int]] = []
+
+    def fetch(start: int, end: int) -> bytes:
+        fetched.append((start, end))
+        return data[start:end]
+
+    reader = RangeReader(fetch, len(data), "s3://b/k", tail=data[-MIN_FETCH:])
+    reader.seek(-8, 2)
+    assert reader.read(8) == data[-8:] and fetched == []
+    reader.seek(len(data) - MIN_FETCH - 2)
+    assert reader.read(4) == data[-MIN_FETCH - 2:-MIN_FETCH + 2] and len(fetched) == 1
+    with pytest.raises(ValueError, match="a tail of 3 bytes for an object of 2"):
+        RangeReader(fetch, 2, "s3://b/k", tail=b"abc")
 
 
 def test_range_reader_seeks_reads_and_buffers() -> None:
