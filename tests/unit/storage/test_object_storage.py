@@ -116,7 +116,8 @@ def test_opening_a_missing_object_names_it(storage: ObjectStorage) -> None:
         storage.open_input_file("o/none")
 
 
-def test_range_reader_serves_the_tail_it_starts_with() -> None:
+def _recorded_fetch() -> tuple[bytes, list[tuple[int, int]], Callable[[int, int], bytes]]:
+    """An object's bytes, the ranges fetched from it so far, and the fetch that records them."""
     data = bytes(range(256)) * 1024
     fetched: list[tuple[int, int]] = []
 
@@ -124,6 +125,11 @@ def test_range_reader_serves_the_tail_it_starts_with() -> None:
         fetched.append((start, end))
         return data[start:end]
 
+    return data, fetched, fetch
+
+
+def test_range_reader_serves_the_tail_it_starts_with() -> None:
+    data, fetched, fetch = _recorded_fetch()
     reader = RangeReader(fetch, len(data), "s3://b/k", tail=data[-MIN_FETCH:])
     reader.seek(-8, 2)
     assert reader.read(8) == data[-8:] and fetched == []
@@ -134,13 +140,7 @@ def test_range_reader_serves_the_tail_it_starts_with() -> None:
 
 
 def test_range_reader_seeks_reads_and_buffers() -> None:
-    data = bytes(range(256)) * 1024
-    fetched: list[tuple[int, int]] = []
-
-    def fetch(start: int, end: int) -> bytes:
-        fetched.append((start, end))
-        return data[start:end]
-
+    data, fetched, fetch = _recorded_fetch()
     reader = RangeReader(fetch, len(data), "s3://b/k")
     assert reader.seek(-10, 2) == len(data) - 10 and reader.read(100) == data[-10:] and reader.read(5) == b""
     reader.seek(1000)
