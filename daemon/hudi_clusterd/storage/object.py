@@ -37,9 +37,8 @@ from __future__ import annotations
 import contextlib
 import math
 import posixpath
-import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
@@ -48,14 +47,8 @@ import pyarrow as pa
 
 from hudi_clusterd.errors import PreconditionFailed, StorageError
 from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, inside, join
-from hudi_clusterd.storage.object_config import (
-    Location,
-    MemoryBuckets,
-    StoreSetup,
-    build_store,
-    parse_location,
-    versions,
-)
+from hudi_clusterd.storage.object_client import ObjectClient
+from hudi_clusterd.storage.object_config import MemoryBuckets, parse_location, versions
 from hudi_clusterd.storage.object_errors import object_error
 from hudi_clusterd.storage.object_hadoop import s3a_bucket_options
 from hudi_clusterd.storage.object_io import (
@@ -70,39 +63,9 @@ from hudi_clusterd.storage.requests import DELETE, GET, HEAD, LIST, PRECONDITION
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta
-    from obstore.store import ObjectStore
 
 PAGE: int = 1000
 """Entries per listing page, and keys per bulk delete."""
-
-
-class ObjectClient:
-    """The store of one bucket as a spec's options configure it (built on first use) and the requests made to it;
-    shared by a storage and its children."""
-
-    def __init__(self, location: Location, options: Mapping[str, str], memory: MemoryBuckets) -> None:
-        self.location = location
-        self.options = dict(options)
-        self.requests = RequestCounts()
-        self._memory = memory
-        self._setup: StoreSetup | None = None
-        self._lock = threading.Lock()
-
-    def setup(self) -> StoreSetup:
-        if self._setup is None:
-            with self._lock:
-                if self._setup is None:
-                    self._setup = build_store(self.location, self.options, self._memory)
-        return self._setup
-
-    @property
-    def store(self) -> ObjectStore:
-        return self.setup().store
-
-    @property
-    def endpoint(self) -> str:
-        """Where requests go (for messages); the scheme and bucket before the client is built."""
-        return self._setup.endpoint if self._setup is not None else f"{self.location.scheme}://{self.location.bucket}"
 
 
 class ObjectStorage(Storage):
