@@ -925,8 +925,8 @@ def step_into_completion(daemon: CrashableDaemon, cycle: Cycle, want: str = "pre
     between two slices, so the daemon runs about half the time: its lock heartbeat or ZooKeeper ping comes late,
     never near the staleness limit or session timeout. Each look refreshes only the plan's own timeline files,
     markers and heartbeat (`Cycle.look_at`: three short listings on S3), which keeps it, and so the slices, short
-    enough to land between the replacecommit and the clean-up of its markers; the whole table is refreshed before
-    returning True."""
+    enough to land between the replacecommit and the clean-up of its markers (`classify` then refreshes the whole
+    table, the daemon frozen)."""
     daemon.freeze()
     deadline = time.monotonic() + STEP_BUDGET_S
     while time.monotonic() < deadline:
@@ -935,7 +935,6 @@ def step_into_completion(daemon: CrashableDaemon, cycle: Cycle, want: str = "pre
         cycle.look_at()
         step = cycle.completion_step()
         if step == want:
-            cycle.table.refresh()
             return True
         p = cycle.plan()
         if p is not None and completed_replace_file(cycle.base, p[0]) is not None and step is None:
@@ -950,7 +949,7 @@ def step_into_writing(daemon: CrashableDaemon, cycle: Cycle) -> bool:
     """On a table whose files appear whole once written (an object store), from a running group of the plan: run
     the daemon in slices until a marker of the plan names a file not in the table yet (True: a file is being
     written), or one more group finished (False). Each look lists only the plan's markers and asks for the files
-    they name, so the slices stay short; the whole table is refreshed before returning True. Returns with the
+    they name, so the slices stay short (`classify` then refreshes the whole table). Returns with the
     daemon frozen."""
     p = cycle.plan()
     assert p is not None
@@ -968,7 +967,6 @@ def step_into_writing(daemon: CrashableDaemon, cycle: Cycle) -> bool:
             if rel in written:
                 continue
             if not cycle.table.exists(rel):
-                cycle.table.refresh()
                 return True
             written.add(rel)
         if daemon.count("group finished", instant) > finished:

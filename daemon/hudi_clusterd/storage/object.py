@@ -1,8 +1,8 @@
 """Storage on object stores (S3, GCS, Azure) through obstore, the Python binding of Rust's ``object_store``.
 
-Paths are keys below the base URI's key; the client is built on first I/O (`object_config`: options, then the
-environment, then the SDKs' credential chains) and shared, with its `RequestCounts`, by every ``child``. What it
-guarantees (`Capabilities`):
+Paths are keys below the base URI's key; the client (`object_client`) is built on first I/O (`object_config`:
+options, then the environment, then the SDKs' credential chains) and shared, with its `RequestCounts`, by every
+``child``. What it guarantees (`Capabilities`):
 
 - **Create-if-absent and compare-and-swap are atomic**: ``PutMode.CREATE`` is a conditional ``PUT``
   (``If-None-Match: *``), ``if_match`` a conditional ``PUT`` on the version read (``If-Match``; GCS: the
@@ -369,4 +369,4 @@ class ObjectStorage(Storage):
             raise PreconditionFailed(f"touch {self.uri(rel)}: deleted or replaced while touched") from e
 
 
-__all__ = ["ObjectClient", "ObjectStorage"]
+__all__ = ["ObjectStorage"]

@@ -41,3 +41,6 @@ class ObjectClient:
     def endpoint(self) -> str:
         """Where requests go (for messages); the scheme and bucket before the client is built."""
         return self._setup.endpoint if self._setup is not None else f"{self.location.scheme}://{self.location.bucket}"
+
+
+__all__ = ["ObjectClient"]
