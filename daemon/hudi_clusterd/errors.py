@@ -77,6 +77,17 @@ class StorageError(ClusterdError):
     retryable = True
 
 
+class TransientStorageError(StorageError):
+    """The store did not answer in time, dropped the connection or failed on its side (a timeout, a reset, a 5xx).
+    A read can simply be repeated; a write's outcome is unknown (it may have landed with its answer lost) until the
+    object is read back, which `hudi_clusterd.storage.Storage.put` and ``delete`` do before they try again."""
+
+
+class ThrottledError(TransientStorageError):
+    """The store refused the request for now (S3's 503 SlowDown, a 429): nothing was done; try again after a
+    pause."""
+
+
 class StorageAccessError(StorageError):
     """The storage refuses this process or cannot be configured as given: wrong or missing credentials, no such
     bucket, an unknown or malformed storage option. Trying again does not help until the configuration changes."""

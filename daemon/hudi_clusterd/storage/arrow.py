@@ -134,9 +134,7 @@ class ArrowStorage(Storage):
         except OSError as e:
             raise self._wrap("write", rel, e) from e
 
-    def put(self, rel: str, data: bytes, *, mode: PutMode = PutMode.OVERWRITE, if_match: str | None = None
-            ) -> FileInfo | None:
-        self._check_conditional(rel, mode, if_match)
+    def _put(self, rel: str, data: bytes, *, mode: PutMode, if_match: str | None) -> FileInfo | None:
         if mode is PutMode.CREATE and self.exists(rel):
             return None
         with self.open_output(rel) as f:
@@ -160,8 +158,7 @@ class ArrowStorage(Storage):
         except OSError as e:
             raise self._wrap("rename", src, e) from e
 
-    def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
-        self._check_conditional(rel, None, if_match)
+    def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
         try:
             self._filesystem().delete_file(self.full_path(rel))
             return True

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hudi_clusterd.errors import StorageError
+from hudi_clusterd.retry import STORAGE_RETRY, RetryPolicy
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -161,6 +162,8 @@ class Storage(ABC):
     base_uri: str
     """The base path as given (no trailing slash): the table's name in messages and keys."""
     capabilities: Capabilities
+    retry: RetryPolicy = STORAGE_RETRY
+    """How long a request the store did not answer, or throttled, is tried again (writes settled first)."""
     spark_readable: bool = True
     """Whether Spark's own readers (the JVM's Hadoop file systems) open this storage's URIs. Where not (an object
     store reached through this process's client, a memory volume), the engine reads the files in its Python
@@ -242,14 +245,28 @@ class Storage(ABC):
 
     # --- writing ----------------------------------------------------------------------------------------------
 
-    @abstractmethod
     def put(self, rel: str, data: bytes, *, mode: PutMode = PutMode.OVERWRITE, if_match: str | None = None
             ) -> FileInfo | None:
         """Write a whole file (atomically for readers where ``atomic_put`` holds). ``PutMode.CREATE`` returns
         None when the file exists; ``if_match`` (with ``OVERWRITE``) writes only over that version, else raises
         `PreconditionFailed` (also when the file is gone). Returns the written file's info (an object store does
         not say when it stamped the object: its ``mtime_ms`` is then this host's clock; `info` gives the
-        store's)."""
+        store's).
+
+        A write whose outcome is unknown (`TransientStorageError`: no answer, a reset, a server error) is settled
+        by reading the file back: our bytes there mean it landed (its info is returned), another writer's mean the
+        other writer won (None for a create, `PreconditionFailed` for a compare-and-swap), none mean it did not
+        land and it is tried again, within `retry`'s deadline. A create that finds the file, or a compare-and-swap
+        that fails its condition, is read back too: a client that retried a write of ours which had landed sees
+        our own bytes there, and that is a success, not another writer."""
+        self._check_conditional(rel, mode, if_match)
+        from hudi_clusterd.storage.settle import settled_put
+
+        return settled_put(self, rel, data, mode, if_match)
+
+    @abstractmethod
+    def _put(self, rel: str, data: bytes, *, mode: PutMode, if_match: str | None) -> FileInfo | None:
+        """One attempt of `put`, as the store answers it (no read-back, no retry)."""
 
     def write_bytes(self, rel: str, data: bytes, *, overwrite: bool = False) -> bool:
         """``put`` as a yes/no: with ``overwrite=False`` the file is created only if absent, and False is
@@ -270,10 +287,19 @@ class Storage(ABC):
         """Move a file over ``dst``; `StorageError` when ``src`` is gone (one of racing movers wins where
         ``atomic_rename`` holds: stale locks are taken over this way). Object stores refuse (`StorageError`)."""
 
-    @abstractmethod
     def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
         """Delete one file; True if it existed. ``if_match``: only that version, else `PreconditionFailed`
-        (refused, `StorageError`, where ``conditional_delete`` does not hold)."""
+        (refused, `StorageError`, where ``conditional_delete`` does not hold). A delete whose outcome is unknown
+        (`TransientStorageError`) is settled by looking again: the file gone means it landed (True); still there
+        (at the version asked for) means it is tried again, within `retry`'s deadline."""
+        self._check_conditional(rel, None, if_match)
+        from hudi_clusterd.storage.settle import settled_delete
+
+        return settled_delete(self, rel, if_match, missing_ok)
+
+    @abstractmethod
+    def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
+        """One attempt of `delete`, as the store answers it."""
 
     @abstractmethod
     def delete_dir(self, rel: str) -> None:

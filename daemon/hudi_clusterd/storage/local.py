@@ -135,9 +135,7 @@ class LocalStorage(Storage):
         except OSError as e:
             raise self._wrap("mkdir", rel, e) from e
 
-    def put(self, rel: str, data: bytes, *, mode: PutMode = PutMode.OVERWRITE, if_match: str | None = None
-            ) -> FileInfo | None:
-        self._check_conditional(rel, mode, if_match)
+    def _put(self, rel: str, data: bytes, *, mode: PutMode, if_match: str | None) -> FileInfo | None:
         final = self.full_path(rel)
         folder = self.full_path(parent_of(rel))
         tmp = os.path.join(folder, temp_file_name(uuid.uuid4().hex))  # never a name Hudi lists
@@ -173,8 +171,7 @@ class LocalStorage(Storage):
         except OSError as e:
             raise self._wrap("rename", src, e) from e
 
-    def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
-        self._check_conditional(rel, None, if_match)
+    def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
         try:
             os.unlink(self.full_path(rel))
             return True

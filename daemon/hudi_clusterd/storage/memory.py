@@ -171,9 +171,7 @@ class MemoryStorage(Storage):
     def open_output(self, rel: str) -> pa.NativeFile:
         return pa.PythonFile(_Output(self, rel), mode="w")
 
-    def put(self, rel: str, data: bytes, *, mode: PutMode = PutMode.OVERWRITE, if_match: str | None = None
-            ) -> FileInfo | None:
-        self._check_conditional(rel, mode, if_match)
+    def _put(self, rel: str, data: bytes, *, mode: PutMode, if_match: str | None) -> FileInfo | None:
         key = self._key(rel)
         with self.volume.lock:
             current = self.volume.files.get(key)
@@ -203,8 +201,7 @@ class MemoryStorage(Storage):
                 raise StorageError(f"rename {self.full_path(src)}: not found")
             self.volume.files[self._key(dst)] = _Entry(entry.data, self.volume.next_version(), entry.mtime_ns)
 
-    def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
-        self._check_conditional(rel, None, if_match)
+    def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
         key = self._key(rel)
         with self.volume.lock:
             current = self.volume.files.get(key)

@@ -254,12 +254,10 @@ class ObjectStorage(Storage):
 
     # --- writing ----------------------------------------------------------------------------------------------
 
-    def put(self, rel: str, data: bytes, *, mode: PutMode = PutMode.OVERWRITE, if_match: str | None = None
-            ) -> FileInfo | None:
+    def _put(self, rel: str, data: bytes, *, mode: PutMode, if_match: str | None) -> FileInfo | None:
         import obstore as obs
         from obstore.exceptions import AlreadyExistsError, PreconditionError
 
-        self._check_conditional(rel, mode, if_match)
         obs_mode: Any = "create" if mode is PutMode.CREATE else "overwrite"
         if if_match is not None:
             obs_mode = {self._version_field: if_match}
@@ -302,10 +300,9 @@ class ObjectStorage(Storage):
         raise StorageError(f"rename {self.uri(src)} to {self.uri(dst)}: object stores cannot rename (a copy and a "
                            "delete are two steps others see); nothing on an object store may rely on a rename")
 
-    def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
+    def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
         import obstore as obs
 
-        self._check_conditional(rel, None, if_match)
         if self._head(rel) is None:
             if missing_ok:
                 return False

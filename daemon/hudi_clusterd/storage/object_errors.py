@@ -3,8 +3,9 @@
 obstore's messages run over many lines (a debug dump of the request) and quote the store's answer, whose XML can
 hold the access key id and the string that was signed. Only the HTTP status, the store's error code (such as
 ``NoSuchBucket`` or ``InvalidAccessKeyId``) and the kind of failure are kept, and the error class says whether
-trying again can help: `StorageAccessError` (wrong credentials, a missing bucket: no) or `StorageError` (an
-unreachable endpoint, a server error: yes).
+trying again can help: `StorageAccessError` (wrong credentials, a missing bucket: no), `ThrottledError` (503
+SlowDown, 429: nothing done, yes after a pause), `TransientStorageError` (no answer, a reset, a server error: yes,
+a write read back first) or `StorageError` (anything else).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from hudi_clusterd.errors import StorageAccessError, StorageError
+from hudi_clusterd.errors import StorageAccessError, StorageError, ThrottledError, TransientStorageError
 
 _STATUS: Final = re.compile(r"status code: (\d{3})|status: (\d{3})")
 _CODE: Final = re.compile(r"<Code>([A-Za-z0-9.]{1,64})</Code>")
@@ -22,6 +23,8 @@ _ACCESS_CODES: Final = frozenset({"AccessDenied", "InvalidAccessKeyId", "Signatu
                                   "InvalidToken", "TokenRefreshRequired", "AuthorizationHeaderMalformed",
                                   "AuthenticationFailed", "AuthorizationFailure", "InvalidSecurity"})
 _MISSING_BUCKET_CODES: Final = frozenset({"NoSuchBucket", "ContainerNotFound"})
+_THROTTLE_CODES: Final = frozenset({"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
+                                    "TooManyRequests", "ServerBusy", "RequestThrottled"})
 
 
 def status_and_code(e: BaseException) -> tuple[int | None, str | None]:
@@ -46,10 +49,14 @@ def object_error(op: str, where: str, endpoint: str, e: BaseException) -> Storag
     if isinstance(e, PermissionDeniedError | UnauthenticatedError) or status in (401, 403) or code in _ACCESS_CODES:
         return StorageAccessError(f"{prefix}: access denied ({answer or type(e).__name__}); check the credentials "
                                   "and their permissions on the bucket")
+    if status in (429, 503) or code in _THROTTLE_CODES:
+        return ThrottledError(f"{prefix}: throttled by the store ({answer or 'slow down'})")
+    if status is not None and status >= 500:
+        return TransientStorageError(f"{prefix}: the store failed ({answer})")
     if status is None and any(word in text for word in _UNREACHABLE):
         cause = next((w for w in ("connection refused", "dns error", "timed out", "timeout", "connection reset")
                       if w in text), "no connection")
-        return StorageError(f"{prefix}: cannot reach the endpoint ({cause})")
+        return TransientStorageError(f"{prefix}: cannot reach the endpoint ({cause})")
     if isinstance(e, FileNotFoundError):
         return StorageError(f"{prefix}: not found" + (f" ({answer})" if answer else ""))
     return StorageError(f"{prefix}: {type(e).__name__}" + (f" ({answer})" if answer else ""))

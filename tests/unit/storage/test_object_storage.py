@@ -12,7 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_clusterd.errors import PreconditionFailed, StorageAccessError, StorageError
+from hudi_clusterd.errors import (
+    PreconditionFailed,
+    StorageAccessError,
+    StorageError,
+    ThrottledError,
+    TransientStorageError,
+)
 from hudi_clusterd.storage import ObjectStorage, PutMode, RequestCounts, StorageSpec, open_storage
 from hudi_clusterd.storage.object_errors import object_error
 from hudi_clusterd.storage.object_io import MIN_FETCH, PART_BYTES, RangeReader, upload_requests
@@ -36,8 +42,12 @@ def _cost(storage: ObjectStorage, action: Callable[[], object]) -> dict[str, int
 
 def test_every_operation_costs_the_requests_it_names(storage: ObjectStorage) -> None:
     assert _cost(storage, lambda: storage.put("a/f", b"1")) == {"PUT": 1}
+    # a create that finds the file reads it back (our own write, landed with its answer lost, is a success): a
+    # HEAD, and a GET only where the sizes agree
     assert _cost(storage, lambda: storage.put("a/f", b"2", mode=PutMode.CREATE)) == {
-        "PUT": 1, "precondition_failed": 1}
+        "PUT": 1, "precondition_failed": 1, "HEAD": 1, "GET": 1}
+    assert _cost(storage, lambda: storage.put("a/f", b"22", mode=PutMode.CREATE)) == {
+        "PUT": 1, "precondition_failed": 1, "HEAD": 1}
     assert _cost(storage, lambda: storage.info("a/f")) == {"HEAD": 1}
     assert _cost(storage, lambda: storage.info("a")) == {"HEAD": 1, "LIST": 1}
     assert _cost(storage, lambda: storage.list_dir("a")) == {"LIST": 1}
@@ -219,9 +229,11 @@ class _Fake(Exception):
      StorageAccessError, r"the bucket does not exist \(HTTP 404 NoSuchBucket\)"),
     (_Fake("Error performing HEAD http://127.0.0.1:1/b/x in 1ms, after 4 retries - HTTP error: error sending "
            "request\n ConnectError(\"tcp connect error\", Connection refused)"),
-     StorageError, r"cannot reach the endpoint \(connection refused\)"),
+     TransientStorageError, r"cannot reach the endpoint \(connection refused\)"),
     (_Fake("Server returned non-2xx status code: 503 Service Unavailable: <Error><Code>SlowDown</Code></Error>"),
-     StorageError, r"_Fake \(HTTP 503 SlowDown\)"),
+     ThrottledError, r"throttled by the store \(HTTP 503 SlowDown\)"),
+    (_Fake("Server returned non-2xx status code: 500 Internal Server Error: <Error><Code>InternalError</Code>"),
+     TransientStorageError, r"the store failed \(HTTP 500 InternalError\)"),
 ])
 def test_errors_are_one_line_naming_object_and_endpoint_only(error: Exception, kind: type[StorageError],
                                                              says: str) -> None:
