@@ -88,10 +88,9 @@ def test_the_runner_s_fair_pools_are_declared(spark: Any) -> None:
     conf = spark.sparkContext.getConf()
     assert conf.get("spark.scheduler.mode") == "FAIR"
     allocation = urlparse(conf.get("spark.scheduler.allocation.file")).path
-    # Then its allocation file declares the pool of every group of a plan of the default size (30 groups) ...
+    # Then its allocation file declares the pool of every group of a plan, however many groups it has ...
     declared = {pool.get("name") for pool in ET.parse(allocation).getroot().iter("pool")}
-    assert {session.scheduler_pool(i) for i in range(30)} <= declared
-    assert {f"hudi-clusterd-{i}" for i in range(30)} <= declared  # the names SparkGroupRunner sets
+    assert {session.scheduler_pool(i) for i in range(500)} <= declared
     # ... which Spark created when it started, before any job asked for them
     sc = spark.sparkContext._jsc.sc()
     assert all(sc.getPoolForName(name).isDefined() for name in sorted(declared))

@@ -38,6 +38,7 @@ from hudi_clusterd.engine.session import (
     get_or_create_session,
     is_connect_master,
     is_connect_session,
+    scheduler_pool,
 )
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.formats.avro_schema import (
@@ -208,7 +209,7 @@ class SparkGroupRunner:
             return
         sc = self.spark.sparkContext
         sc.setJobGroup(job_group, description, interruptOnCancel=True)
-        sc.setLocalProperty("spark.scheduler.pool", f"hudi-clusterd-{index}")
+        sc.setLocalProperty("spark.scheduler.pool", scheduler_pool(index))
 
     def _end_job(self, job_group: str) -> None:
         if self.connect:
