@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from hudi_clusterd.domain.file_group import check_relative_path
@@ -193,9 +193,6 @@ class CommitMetadata:
 
     def replaced_groups(self) -> set[tuple[str, str]]:
         return {(p, f) for p, fids in (self.partition_to_replace_file_ids or {}).items() for f in fids}
-
-    def with_extra(self, **extra: str) -> CommitMetadata:
-        return replace(self, extra_metadata={**self.extra_metadata, **extra})
 
     def to_json_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

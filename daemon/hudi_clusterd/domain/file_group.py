@@ -118,6 +118,3 @@ class FileGroup:
     @property
     def group_id(self) -> FileGroupId:
         return (self.partition_path, self.file_id)
-
-    def latest_slice(self) -> FileSlice | None:
-        return self.slices[0] if self.slices else None

@@ -35,9 +35,6 @@ class ReplacedGroups:
                     out[(partition, file_id)] = time  # the later instant wins
         return cls(out)
 
-    def replaced_on_or_before(self, group: FileGroupId, as_of: str | None) -> bool:
-        time = self.by_group.get(group)
-        return time is not None and (as_of is None or time <= as_of)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,11 +163,3 @@ class FileSystemView:
 
     def is_pending_compaction(self, group: FileGroupId) -> bool:
         return group in self.pending_compaction
-
-    def uncommitted_files(self) -> list[BaseFile]:
-        """Base files of pending, failed or unknown instants (what a rollback or a cleaner must remove)."""
-        index = self._commit_index(None)
-        return [
-            bf for groups in self._by_partition.values() for files in groups.values() for bf in files
-            if not index.is_committed(bf.instant_time)
-        ]

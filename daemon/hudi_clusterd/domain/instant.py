@@ -61,12 +61,6 @@ class Action(str, Enum):
     as ``replacecommit`` files (a replacecommit whose plan says CLUSTER), layout 2 as ``clustering`` files."""
 
     @property
-    def is_write(self) -> bool:
-        """Actions that produce data files: commit, deltacommit, replacecommit (and compaction once completed)."""
-        return self in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
-                        Action.LOG_COMPACTION, Action.CLUSTERING)
-
-    @property
     def is_replace(self) -> bool:
         """replacecommit, or a clustering (which completes as one)."""
         return self in (Action.REPLACE_COMMIT, Action.CLUSTERING)

@@ -150,10 +150,6 @@ class TableConfig:
         return tuple(f.split(":", 1)[0] for f in _split(self.raw.get(PARTITION_FIELDS)))
 
     @property
-    def is_partitioned(self) -> bool:
-        return bool(self.partition_fields)
-
-    @property
     def precombine_field(self) -> str | None:
         """``hoodie.table.precombine.field``, or the first of Hudi 1.x's ``hoodie.table.ordering.fields``."""
         v = (self.raw.get(PRECOMBINE_FIELD) or "").strip()

@@ -97,9 +97,6 @@ class Timeline:
                 return inst
         return None
 
-    def contains_completed(self, time: str) -> bool:
-        return any(i.time == time and i.is_completed for i in self.instants)
-
     @property
     def first(self) -> Instant | None:
         return self.instants[0] if self.instants else None
@@ -117,18 +114,9 @@ class Timeline:
         exceed it)."""
         return max((i.newest_time for i in self.instants), default=None)
 
-    def completed_after(self, time: str) -> Timeline:
-        """Completed instants whose completion time is after ``time`` (where the layout records one; otherwise
-        those requested after it)."""
-        return self.filter(lambda i: i.is_completed and (i.completion_time or i.time) > time)
-
     def commits_since(self, time: str | None) -> int:
         """Completed commit/deltacommit/replacecommit instants strictly after ``time``."""
         return len(self.commits().completed().after(time))
-
-    def is_committed_base_instant(self, time: str) -> bool:
-        """Whether files written by instant ``time`` belong to the table (see ``CommitIndex``)."""
-        return CommitIndex.of(self).is_committed(time)
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,11 +96,6 @@ class TimelineLayout:
         execution). None: no limit."""
         return 23 * 3600.0 if self.records_completion_time else None
 
-    @property
-    def pending_clustering_action(self) -> Action:
-        """The action a pending clustering's files carry on disk."""
-        return Action.CLUSTERING if self.version >= 2 else Action.REPLACE_COMMIT
-
     def path(self, instant: Instant) -> str:
         """The instant state's file, relative to the base path."""
         return f"{self.folder}/{self.file_name(instant)}"

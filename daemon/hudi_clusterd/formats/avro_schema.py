@@ -227,13 +227,6 @@ def avro_json(schema: Mapping[str, Any]) -> str:
     return json.dumps(schema, separators=(",", ":"))
 
 
-def add_meta_fields(avro_schema: str | Mapping[str, Any]) -> dict[str, Any]:
-    """An Avro record schema with the five meta fields put first (existing meta fields are replaced)."""
-    parsed = _load(avro_schema)
-    fields = [f for f in parsed.get("fields", []) if f.get("name") not in META_FIELDS]
-    return {**parsed, "fields": [_meta_avro_field(m) for m in META_FIELDS] + fields}
-
-
 # --- Avro → Arrow ----------------------------------------------------------------------------------------------
 
 def _load(avro_schema: str | Mapping[str, Any]) -> dict[str, Any]:

@@ -85,7 +85,6 @@ class TableWorker:
         self.stop_event = threading.Event()
         self.busy = False
         self.last_beat = time.monotonic()
-        self.current_instant: str | None = None
         self.table: HoodieTable | None = None
         self._table_key: tuple[object, ...] | None = None
         self._failures: dict[str, int] = {}
@@ -268,7 +267,6 @@ class TableWorker:
         instant = pending.time
         cancel = threading.Event()
         self.busy = True
-        self.current_instant = instant
         self.daemon.register_running(self.name, instant, cancel)
         executor = Executor(self.daemon.runner, self.daemon.ownership, spec.policy.max_parallelism, self.observer,
                             clustering_figures, self.daemon.settings.current.commit_wait_seconds)
@@ -292,7 +290,6 @@ class TableWorker:
             return None
         finally:
             self.busy = False
-            self.current_instant = None
             self.daemon.unregister_running(self.name, instant)
 
 
@@ -311,7 +308,6 @@ class Daemon:
         self._running: dict[tuple[str, str], threading.Event] = {}
         self._forget_table = forget_table
         self._lock = threading.Lock()
-        self.grace_expired = False
 
     def start(self) -> None:
         self.reconcile_tables()
@@ -380,7 +376,6 @@ class Daemon:
             time.sleep(0.1)
         leftover = self.running()
         if leftover:
-            self.grace_expired = True
             log.warning("grace period over; cancelling running clustering", plans=len(leftover))
             for table, instant in leftover:
                 with self._lock:

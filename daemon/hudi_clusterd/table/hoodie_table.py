@@ -225,10 +225,6 @@ class HoodieTable:
         """One walk of the table: its partition paths and their base files (`listing.scan_files`)."""
         return listing.scan_files(self.storage)
 
-    def list_partitions(self) -> list[str]:
-        """Partition paths: folders holding a partition metafile or base files (``""`` = non-partitioned)."""
-        return self.scan_files()[0]
-
     def list_base_files(self, partitions: list[str] | None = None) -> list[BaseFile]:
         """Base files of the given partitions (each listed once), or of the whole table."""
         if partitions is None:

@@ -25,9 +25,7 @@ from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.timeline_store import TEMP_FOLDER
 
 MARKER_EXTENSION = ".marker"
-MARKERS_TYPE_FILE = "MARKERS.type"
 TIMELINE_SERVER_BASED = "TIMELINE_SERVER_BASED"
-DIRECT = "DIRECT"
 _MARKERS_FILE_RE = re.compile(r"^MARKERS\d+$")
 
 
@@ -85,14 +83,6 @@ def create_marker(storage: Storage, instant_time: str, partition_path: str, data
     marker = Marker(partition_path, data_file_name, io_type)
     storage.write_bytes(f"{marker_dir(instant_time)}/{marker.name}", b"", overwrite=False)
     return marker
-
-
-def marker_type(storage: Storage, instant_time: str) -> str:
-    """``TIMELINE_SERVER_BASED`` when ``MARKERS.type`` says so, else ``DIRECT`` (Hudi's detection rule)."""
-    path = f"{marker_dir(instant_time)}/{MARKERS_TYPE_FILE}"
-    if storage.exists(path) and storage.read_bytes(path).decode("utf-8", "replace").strip() == TIMELINE_SERVER_BASED:
-        return TIMELINE_SERVER_BASED
-    return DIRECT
 
 
 def list_markers(storage: Storage, instant_time: str) -> list[Marker]:

@@ -44,10 +44,6 @@ def test_pending_clustering_same_group_in_two_plans_raises() -> None:
         PendingClustering.from_plans([(C1, [("p", "f")]), (C2, [("p", "f")])])
 
 
-def test_uncommitted_files_lists_pending_instant_files() -> None:
-    assert [bf.file_id for bf in _view().uncommitted_files()] == ["d-0"]
-
-
 def test_replaced_groups_later_instant_wins() -> None:
     r = ReplacedGroups.from_instants([(C2, {"p": ["f"]}), (C1, {"p": ["f"]})])
     assert r.by_group[("p", "f")] == C2

@@ -10,10 +10,8 @@ import pytest
 from hudi_clusterd.errors import TableError
 from hudi_clusterd.formats.avro_schema import (
     META_FIELDS,
-    add_meta_fields,
     arrow_to_avro,
     arrow_to_avro_json,
-    avro_json,
     avro_to_arrow,
     decimal_fixed_size,
     normalize_arrow_schema,
@@ -67,7 +65,6 @@ def test_avro_with_meta_fields_equals_golden_parquet_footer(golden_tables: Path,
     for f in (golden_tables / name).rglob("*.parquet"):
         footer = pq.read_metadata(f).metadata[b"parquet.avro.schema"].decode()
         assert arrow_to_avro_json(avro_to_arrow(schema), name, with_meta_fields=True) == footer
-        assert avro_json(add_meta_fields(schema)) == footer
 
 
 def test_arrow_to_avro_spark_schema_matches_hudi(golden_tables: Path) -> None:

@@ -4,7 +4,6 @@ from pathlib import Path
 
 from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.markers import (
-    DIRECT,
     TIMELINE_SERVER_BASED,
     IOType,
     Marker,
@@ -12,7 +11,6 @@ from hudi_clusterd.table.markers import (
     delete_markers,
     list_markers,
     marker_dir,
-    marker_type,
     parse_marker_name,
 )
 
@@ -35,7 +33,6 @@ def test_list_markers_direct_partitioned_and_root_returns_all(tmp_path: Path) ->
     create_marker(storage, T, "", F2, IOType.MERGE)
     create_marker(storage, T, "2024/01/01", F1)  # idempotent
     assert list_markers(storage, T) == [Marker("", F2, IOType.MERGE), Marker("2024/01/01", F1, IOType.CREATE)]
-    assert marker_type(storage, T) == DIRECT
 
 
 def test_list_markers_timeline_server_based_reads_markers_files(tmp_path: Path) -> None:
@@ -46,8 +43,7 @@ def test_list_markers_timeline_server_based_reads_markers_files(tmp_path: Path) 
     (folder / "MARKERS0").write_text(f"10/{F1}.marker.CREATE\n")
     (folder / "MARKERS1").write_text(f"20/{F2}.marker.MERGE\n\n")
     storage = open_storage(str(tmp_path))
-    # Then both files are read and the type is detected
-    assert marker_type(storage, T) == TIMELINE_SERVER_BASED
+    # Then both files are read
     assert [m.data_file_path for m in list_markers(storage, T)] == [f"10/{F1}", f"20/{F2}"]
 
 

@@ -81,4 +81,4 @@ def test_golden_table_config_typed_view(golden_tables: Path) -> None:
     assert cfg.partition_fields == ("byteField", "shortField")
     assert cfg.hive_style_partitioning and cfg.precombine_field == "longField"
     nonpart = HoodieTable.open(str(golden_tables / "v6_nonpartitioned")).config
-    assert nonpart.partition_fields == () and not nonpart.is_partitioned
+    assert nonpart.partition_fields == ()

@@ -40,11 +40,6 @@ _SUPPORTED_KEYGENS = frozenset({"", SIMPLE_KEYGEN, COMPLEX_KEYGEN, NONPARTITIONE
                                 "org.apache.hudi.keygen.NonpartitionedAvroKeyGenerator"})
 
 
-def escape_path_name(value: str) -> str:
-    """Hive's path-name escaping: each special character becomes ``%`` and two upper-case hex digits."""
-    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED_CHARS else ch for ch in value)
-
-
 @dataclass(frozen=True, slots=True)
 class KeySpec:
     """How a table derives record keys and partition paths."""

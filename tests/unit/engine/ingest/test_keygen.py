@@ -3,20 +3,8 @@ from __future__ import annotations
 import pytest
 
 from hudi_clusterd.domain.table_config import TIMESTAMP_KEYGEN, TableConfig
-from hudi_clusterd.engine.ingest.keygen import KeySpec, escape_path_name
+from hudi_clusterd.engine.ingest.keygen import KeySpec
 from hudi_clusterd.errors import UnsupportedTableError
-
-
-@pytest.mark.parametrize(("value", "escaped"), [
-    ("2024/01/01", "2024%2F01%2F01"),
-    ("a=b:c", "a%3Db%3Ac"),
-    ("100%", "100%25"),
-    ("plain value-1_x.y", "plain value-1_x.y"),
-    ("tab\there", "tab%09here"),
-    ("{[^]}", "%7B%5B%5E%5D}"),
-])
-def test_escape_path_name_like_hive(value: str, escaped: str) -> None:
-    assert escape_path_name(value) == escaped
 
 
 def test_key_spec_from_config_simple_complex_nonpartitioned() -> None:
