@@ -1,17 +1,18 @@
 """The faults object stores really produce, injected into a real `Storage` at its single-attempt calls.
 
 `inject(storage)` turns a storage (memory, local, an object store) into one whose ``_put`` and ``_delete`` (one
-attempt of `Storage.put` / `Storage.delete`, under the storage's own settling and retries) fail as a store fails,
-for the calls a `Rule` matches:
+attempt of `Storage.put` / `Storage.delete`, under the storage's own settling and retries), and whose reads
+(``read_bytes``, ``open_input_file``), fail as a store fails, for the calls a `Rule` matches:
 
 - ``REFUSED``: the store says no before writing (an access error): nothing written, not worth retrying;
 - ``REPLY_LOST``: the write lands, then the call raises a timeout as if its answer never came back;
 - ``THROTTLED``: a 503 SlowDown before writing: nothing written, served when tried again;
 - ``TIMEOUT_BEFORE``: a timeout before the request reached the store: nothing written.
 
-A rule fires ``times`` times (then the calls pass through) for calls whose operation (``"put"`` or ``"delete"``)
-and path match; ``fired`` lists what fired. The storage's retry policy is replaced by one that does not sleep, so
-the retries cost no time.
+A read fails before anything is read, ``REPLY_LOST`` as a timeout (the store served it, the answer never came).
+A rule fires ``times`` times (then the calls pass through) for calls whose operation (``"put"``, ``"delete"`` or
+``"read"``) and path match; ``fired`` lists what fired. The storage's retry policy is replaced by one that does not
+sleep, so the retries cost no time.
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ import enum
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hudi_clusterd.errors import StorageAccessError, ThrottledError, TransientStorageError
 from hudi_clusterd.retry import RetryPolicy
 from hudi_clusterd.storage import PutMode, Storage
 from hudi_clusterd.storage.base import FileInfo
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["FAST_RETRY", "Fault", "FaultLog", "Rule", "inject"]
 
@@ -41,7 +45,8 @@ class Fault(enum.Enum):
 
 @dataclass
 class Rule:
-    """Fail the next ``times`` calls of ``op`` (``put``/``delete``) on a path that ``path`` (a regex) searches."""
+    """Fail the next ``times`` calls of ``op`` (``put``/``delete``/``read``) on a path that ``path`` (a regex)
+    searches."""
 
     fault: Fault
     path: str
@@ -101,6 +106,24 @@ def inject(storage: Storage, *rules: Rule) -> FaultLog:
             raise TransientStorageError(f"delete {rel}: timed out waiting for the answer (injected; it landed)")
         return existed
 
+    def _read(rel: str) -> None:
+        fault = faults.take("read", rel)
+        if fault is Fault.REPLY_LOST:
+            raise TransientStorageError(f"read {rel}: timed out waiting for the answer (injected)")
+        if fault is not None:
+            _before(fault, "read", rel)
+
+    def read_bytes(self: Storage, rel: str) -> bytes:
+        _read(rel)
+        data: bytes = base.read_bytes(self, rel)
+        return data
+
+    def open_input_file(self: Storage, rel: str) -> pa.NativeFile:
+        _read(rel)
+        opened: pa.NativeFile = base.open_input_file(self, rel)
+        return opened
+
     storage.__class__ = type(f"FaultInjecting{base.__name__}", (base,),
-                             {"_put": _put, "_delete": _delete, "retry": FAST_RETRY})
+                             {"_put": _put, "_delete": _delete, "read_bytes": read_bytes,
+                              "open_input_file": open_input_file, "retry": FAST_RETRY})
     return faults

@@ -1,7 +1,8 @@
 """Scheduling: decide whether to cluster, build the plan, and save it as ``<T>.replacecommit.requested``.
 
 The table is listed outside the lock, and the footers of its small files are read there too (each file once per
-table object: base files never change). The decision is made first without the lock: most calls find that the
+table object: base files never change; a footer the storage fails to read raises its `StorageError` before anything
+is decided, see `table.footers`). The decision is made first without the lock: most calls find that the
 trigger does not fire, or that nothing is eligible, and return without ever taking it, so the writers beside an
 idle daemon never wait for it. Only when a plan would be made is the table lock taken: the timeline is listed
 again, the `TableSnapshot` built, the trigger checked, the plan made (pure, in memory), checked with

@@ -23,7 +23,7 @@ import structlog
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
-from hudi_clusterd.errors import ClusterdError, TableBusyError
+from hudi_clusterd.errors import ClusterdError, StorageError, TableBusyError
 from hudi_clusterd.lock import LocalMutexes, LockProvider, lock_provider_from_properties
 from hudi_clusterd.ops.commit import rollback_clustering
 from hudi_clusterd.ops.events import (
@@ -156,7 +156,9 @@ class TableWorker:
 
     def guarded_tick(self) -> bool:
         """One tick whose errors are logged, not raised: False when it failed. A tick that finds the table busy
-        (`TableBusyError`) is deferred, not failed; the first tick after such ticks reports the table free."""
+        (`TableBusyError`) is deferred, not failed; the first tick after such ticks reports the table free. A tick
+        the storage failed (a retryable `StorageError`: no answer, throttled) stops with a warning; any failed tick
+        is tried again at the next."""
         try:
             return self._guarded_tick()
         finally:
@@ -170,7 +172,10 @@ class TableWorker:
                 self._deferred(e)
                 return True
             except ClusterdError as e:
-                log.error("tick failed", error=str(e), retryable=e.retryable)
+                if isinstance(e, StorageError) and e.retryable:
+                    log.warning("tick stopped: the storage failed; the next tick tries again", error=str(e))
+                else:
+                    log.error("tick failed", error=str(e), retryable=e.retryable)
                 return False
             except Exception:
                 log.exception("tick failed unexpectedly")

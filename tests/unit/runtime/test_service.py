@@ -1,4 +1,5 @@
-"""The daemon: repeated failures drop a plan; a broken table does not stop the others; a busy one waits."""
+"""The daemon: repeated failures drop a plan; a broken table does not stop the others; a busy one waits; a
+storage that fails stops the tick's planning and the next tick plans."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from hudi_clusterd.domain.commit import WriteStat
-from hudi_clusterd.domain.instant import State
+from hudi_clusterd.domain.instant import Action, State
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.ops.events import Event, TableBusy, TableObserved
 from hudi_clusterd.ops.schedule import schedule
@@ -19,8 +20,10 @@ from hudi_clusterd.runtime import service
 from hudi_clusterd.runtime.reload import SettingsHolder
 from hudi_clusterd.runtime.service import MAX_ATTEMPTS_PER_PLAN, Daemon, TableWorker
 from hudi_clusterd.settings import settings_from_properties
+from hudi_clusterd.storage import Storage, StorageSpec, open_storage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import make_policy, small_table
+from tests.harness.fault_injection import Fault, Rule, inject
 from tests.support import add_metadata_table
 
 
@@ -45,9 +48,10 @@ class _Recorded:
         self.events.append(event)
 
 
-def _daemon(tables: dict[str, Path], max_commits: str = "1000", observer: _Recorded | None = None) -> Daemon:
+def _daemon(tables: dict[str, Path], max_commits: str = "1000", observer: _Recorded | None = None,
+            **more: str) -> Daemon:
     props = {"clusterd.tables": ",".join(tables), "clusterd.metrics.address": "off",
-             "hoodie.clustering.async.max.commits": max_commits}
+             "hoodie.clustering.async.max.commits": max_commits, **more}
     props.update({f"clusterd.table.{n}.base.path": str(b) for n, b in tables.items()})
     return Daemon(SettingsHolder(settings_from_properties(props, source="test")[0]), _BrokenRunner(),
                   observer or _Recorded())
@@ -151,3 +155,53 @@ def test_a_tick_that_finds_the_metadata_table_busy_is_deferred_not_failed(tmp_pa
         assert worker.guarded_tick()
     assert "clustering failed" in [e["event"] for e in logs]
     assert [e for e in recorded.events if isinstance(e, TableBusy)] == [TableBusy("t", 0.0)]
+
+
+def _plans(base: Path) -> list[str]:
+    return [i.time for i in HoodieTable.open(str(base)).timeline()
+            if i.action in (Action.CLUSTERING, Action.REPLACE_COMMIT)]
+
+
+@pytest.mark.parametrize("fault", [Fault.TIMEOUT_BEFORE, Fault.THROTTLED])
+def test_a_footer_the_storage_did_not_answer_stops_the_tick_and_the_next_tick_plans(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: Fault) -> None:
+    # Given a table due for clustering by a sort column, whose storage fails to answer one read of a base file
+    gen = small_table(tmp_path)
+    rules = [Rule(fault, r"\.parquet$", op="read")]
+    fired: list[list[tuple[Fault, str, str]]] = []
+
+    def faulty(spec: StorageSpec) -> Storage:
+        storage = open_storage(spec)
+        fired.append(inject(storage, *rules).fired)
+        return storage
+
+    monkeypatch.setattr(service, "open_storage", faulty)
+    worker = TableWorker("t", _daemon({"t": gen.base}, max_commits="4", **{
+        "hoodie.clustering.plan.strategy.sort.columns": "x"}))
+    # When the table is ticked
+    with capture_logs() as logs:
+        assert not worker.guarded_tick()
+    # Then the footer read failed, no plan was written, and the tick said so in one warning, without an error
+    assert [(f, op) for f, op, _ in fired[0]] == [(fault, "read")]
+    assert _plans(gen.base) == []
+    assert [(e["log_level"], e["event"]) for e in logs if e["log_level"] in ("warning", "error")] == [
+        ("warning", "tick stopped: the storage failed; the next tick tries again")]
+    assert "injected" in logs[-1]["error"]
+    # And the next tick plans (its groups then fail in this runner)
+    with capture_logs() as logs:
+        worker.guarded_tick()
+    assert "clustering plan saved" in [e["event"] for e in logs] and len(set(_plans(gen.base))) == 1
+
+
+def test_a_damaged_base_file_is_planned_around(tmp_path: Path) -> None:
+    # Given a table due for clustering by a sort column, one of whose small files is damaged
+    gen = small_table(tmp_path)
+    damaged = sorted((gen.base / "p1").glob("*.parquet"))[0]
+    damaged.write_bytes(b"\x00not parquet" * 10)
+    # When it is scheduled, the plan is made, with one warning naming the file
+    with capture_logs() as logs:
+        result = schedule(HoodieTable.open(str(gen.base)), make_policy(**{"sort.columns": "x"}), force=True)
+    assert result.plan is not None and result.instant is not None
+    warned = [e for e in logs if e["log_level"] == "warning"]
+    assert [(e["event"], e["file"]) for e in warned] == [
+        ("damaged parquet footer; planned without its column range", f"p1/{damaged.name}")]
