@@ -4,8 +4,10 @@ Built from a storage listing plus the timeline:
 1. base files are grouped into file groups by ``(partition path, file id)``;
 2. a slice is visible only if its base instant is committed (completed, or older than the active timeline);
 3. file groups replaced by a completed replacecommit are dropped (as of the query time);
-4. file groups claimed by a pending clustering plan, or by pending compaction, are tracked so the planner
-   leaves them alone. They stay visible to readers until the replacecommit completes.
+4. file groups claimed by a pending clustering plan are tracked so the planner leaves them alone. They stay
+   visible to readers until the replacecommit completes.
+
+A copy-on-write table (the only type the daemon opens) has no compaction, so no file group is claimed by one.
 """
 
 from __future__ import annotations
@@ -70,13 +72,11 @@ class FileSystemView:
         base_files: Iterable[BaseFile],
         replaced: ReplacedGroups | None = None,
         pending_clustering: PendingClustering | None = None,
-        pending_compaction: frozenset[FileGroupId] = frozenset(),
         partitions: Iterable[str] = (),
     ) -> None:
         self.timeline = timeline
         self.replaced = replaced or ReplacedGroups()
         self.pending_clustering = pending_clustering or PendingClustering()
-        self.pending_compaction = pending_compaction
         # partition -> file id -> base files (newest first once finalised); no per-file objects beyond BaseFile
         by_partition: dict[str, dict[str, list[BaseFile]]] = defaultdict(dict)
         for bf in base_files:
@@ -160,6 +160,3 @@ class FileSystemView:
 
     def is_pending_clustering(self, group: FileGroupId) -> bool:
         return self.pending_clustering.instant_for(group) is not None
-
-    def is_pending_compaction(self, group: FileGroupId) -> bool:
-        return group in self.pending_compaction

@@ -5,7 +5,8 @@ The rules, as Hudi 0.14/0.15 apply them, and one step beyond:
 - Trigger: completed commits since the last clustering (a completed or pending CLUSTER replacecommit) must reach
   ``hoodie.clustering.async.max.commits``; ``force`` skips this check.
 - Eligibility: the latest committed slice of each live file group, base file smaller than
-  ``small.file.limit``, group not in a pending clustering or compaction plan (COW has no log files).
+  ``small.file.limit``, group not in a pending clustering plan (a copy-on-write table has neither log files nor
+  compaction plans).
   Beyond Hudi: groups the caller names as hot (updated by the latest upserts) are left out too, so a plan does
   not claim groups that ingestion keeps rewriting (ingestion wins conflicts, which would drop the plan).
 - Grouping, per partition (size-based strategy): largest first, groups up to ``max.bytes.per.group``,
@@ -111,8 +112,6 @@ def eligible_slices(
             skipped["not small"] = skipped.get("not small", 0) + 1
         elif view.is_pending_clustering(sl.group_id):
             skipped["in a pending clustering plan"] = skipped.get("in a pending clustering plan", 0) + 1
-        elif view.is_pending_compaction(sl.group_id):
-            skipped["in a pending compaction"] = skipped.get("in a pending compaction", 0) + 1
         elif sl.group_id in hot:
             skipped["recently updated (hot)"] = skipped.get("recently updated (hot)", 0) + 1
         elif sl.group_id in unsettled:

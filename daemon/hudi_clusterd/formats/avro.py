@@ -1,13 +1,19 @@
-"""The only user of fastavro: Avro payloads of the timeline, encoded exactly as Hudi encodes them.
+"""The timeline's Avro files (fastavro underneath), encoded exactly as Hudi encodes them.
 
-Hudi stores Avro timeline payloads as an Object Container File with codec ``null``, one record, and the writer
-schema under ``avro.schema`` (its only metadata entry). We embed the exact schema string Apache Hudi embeds for
-HoodieRequestedReplaceMetadata, so readers resolve our plans exactly like Hudi's own. Schemas ship as package
-data and are parsed once.
+Hudi stores an Avro timeline payload as an Object Container File with codec ``null``, one record, and the writer
+schema under ``avro.schema`` (its only metadata entry): `encode_ocf` writes that, and `decode_ocf` reads such a
+file with the writer schema it embeds. The schema string embedded is:
 
-Tables of versions 8 and 9 (timeline layout 2) store every non-empty instant file this way, commit metadata
-included (version 6 writes that as JSON), with the 1.x schemas: the ``*_v2`` functions embed the writer schemas
-Apache Hudi 1.x embeds, copied byte for byte from its timeline files (``schemas/v2/``).
+- for clustering plans (``encode_requested_replace`` for table version 6, ``encode_requested_replace_v2`` for 8
+  and 9; `decode_requested_replace` reads both) and for the commit files of versions 8 and 9
+  (``encode_commit_metadata_v2``: ``HoodieCommitMetadata``, or ``HoodieReplaceCommitMetadata`` when the commit
+  replaces file groups), the exact string Apache Hudi embeds, copied byte for byte from its timeline files
+  (``schemas/*.writer-schema.json``, and ``schemas/v2/`` for Hudi 1.x), so readers resolve them as Hudi's own;
+- for any other record (``encode_record``: rollback plans and rollback metadata), a self-contained schema built
+  from the shipped ``.avsc`` files, each named type defined at its first use.
+
+Version 6 keeps commit metadata as JSON (``formats.timeline`` picks the encoding per layout). The metadata
+table's records are encoded by ``formats.metadata.records``. Schemas ship as package data and are parsed once.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ class TableSnapshot:
         pending = tuple(table.pending_clustering_plans(timeline))
         view = FileSystemView(timeline, files, table.replaced_groups(timeline),
                               PendingClustering.from_plans((p.time, p.plan.group_ids()) for p in pending),
-                              frozenset(), partitions)
+                              partitions)
         return cls(table, timeline, view, pending, table.timeline_store.listed,
                    _unsettled(table, timeline, view, files))
 

@@ -67,5 +67,4 @@ def file_system_view(store: TimelineStore, timeline: Timeline, base_files: list[
                      partitions: list[str] | None, pending: list[PendingPlan]) -> FileSystemView:
     """The view of ``timeline`` over ``base_files`` (of ``partitions``), given its pending clustering plans."""
     clustering = PendingClustering.from_plans((p.instant.time, p.plan.group_ids()) for p in pending)
-    return FileSystemView(timeline, base_files, replaced_groups(store, timeline), clustering, frozenset(),
-                          partitions or ())
+    return FileSystemView(timeline, base_files, replaced_groups(store, timeline), clustering, partitions or ())
