@@ -1,14 +1,14 @@
 """Process signals: SIGTERM/SIGINT stop the daemon in two stages, SIGHUP asks for a config reload.
 
-* First SIGTERM or SIGINT: ``stop_requested`` is set and the stop callbacks run (stop scheduling, let running
-  groups finish within the grace period).
+* First SIGTERM or SIGINT: ``stop_requested`` is set (the daemon stops scheduling and lets running groups finish
+  within the grace period).
 * Second SIGTERM or SIGINT: ``hard_exit(EXIT_SIGNAL_FORCED)`` at once, from the signal handler itself, so a
-  stuck callback or loop cannot hold it back.
-* SIGHUP: ``reload_requested`` is set and the reload callbacks run.
+  stuck loop cannot hold it back.
+* SIGHUP: ``reload_requested`` is set.
 
 The Python-level handler does almost nothing: it counts stop signals and puts the signal number on a
 ``queue.SimpleQueue`` (whose ``put`` is reentrant, hence safe in a signal handler). A dispatcher thread sets
-the Events and runs the callbacks, so the handler never takes a non-reentrant lock that the interrupted main
+the Events, so the handler never takes a non-reentrant lock that the interrupted main
 thread may hold (an ``Event``'s condition, for one). Only the forced exit logs from the handler: logging's
 locks are reentrant.
 
@@ -43,47 +43,23 @@ _SHUTDOWN_DISPATCH: Final = -1  # sentinel on the queue: the dispatcher thread e
 
 
 class ShutdownController:
-    """Turns process signals into ``stop_requested`` / ``reload_requested`` Events and callbacks.
+    """Turns process signals into the ``stop_requested`` and ``reload_requested`` Events.
 
     ``hard_exit`` is called with ``EXIT_SIGNAL_FORCED`` on the second stop signal; it defaults to
     ``os._exit`` (no cleanup, no flushing beyond what the log handler already did); tests inject their own.
-    Callbacks run on the ``signal-dispatch`` thread (or the caller's thread for ``request_stop``): keep them
-    short and non-blocking, e.g. set an Event or wake a loop.
     """
 
     def __init__(self, *, hard_exit: Callable[[int], object] = os._exit) -> None:
         self.stop_requested = threading.Event()
         self.reload_requested = threading.Event()
-        self.stop_signal: signal.Signals | None = None
-        """The signal that started the graceful stop (None for ``request_stop`` or no stop yet)."""
         self._hard_exit = hard_exit
-        self._stop_callbacks: list[Callable[[], None]] = []
-        self._reload_callbacks: list[Callable[[], None]] = []
-        self._lock = threading.Lock()  # never taken in the signal handler
-        self._stopping = False
+        self._stopping = False  # read and written by the dispatcher thread only
         self._stop_signals_seen = 0  # written only by the signal handler (main thread)
         self._queue: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._dispatcher: threading.Thread | None = None
         self._previous: dict[signal.Signals, _SignalHandler] = {}
 
-    # -- registration ----------------------------------------------------------------------------------
-
-    def on_stop(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` once when the graceful stop starts (signal or ``request_stop``)."""
-        with self._lock:
-            self._stop_callbacks.append(callback)
-
-    def on_reload(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` on every SIGHUP."""
-        with self._lock:
-            self._reload_callbacks.append(callback)
-
     # -- install / restore -----------------------------------------------------------------------------
-
-    @property
-    def installed(self) -> bool:
-        """True between ``install()`` and ``restore()``."""
-        return self._dispatcher is not None
 
     def install(self) -> None:
         """Install handlers for SIGTERM, SIGINT and SIGHUP; remember the previous ones for ``restore()``."""
@@ -118,10 +94,6 @@ class ShutdownController:
 
     # -- requests --------------------------------------------------------------------------------------
 
-    def request_stop(self, reason: str = "requested") -> None:
-        """Start the graceful stop from code (same effect as a first signal); idempotent."""
-        self._begin_stop(reason, None)
-
     def consume_reload_request(self) -> bool:
         """True (and clear the request) when a reload was requested since the last call."""
         if self.reload_requested.is_set():
@@ -148,33 +120,17 @@ class ShutdownController:
                 return
             sig = signal.Signals(signum)
             if sig in STOP_SIGNALS:
-                self._begin_stop(f"signal {sig.name}", sig)
+                self._begin_stop(sig)
             else:
                 log.info("reload requested", signal=sig.name)
                 self.reload_requested.set()
-                with self._lock:
-                    callbacks = list(self._reload_callbacks)
-                _run_all(callbacks, "reload")
 
-    def _begin_stop(self, reason: str, sig: signal.Signals | None) -> None:
-        with self._lock:
-            if self._stopping:
-                return
-            self._stopping = True
-            self.stop_signal = sig
-            callbacks = list(self._stop_callbacks)
-        log.info("graceful stop requested; a second SIGTERM/SIGINT exits at once", reason=reason)
+    def _begin_stop(self, sig: signal.Signals) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
+        log.info("graceful stop requested; a second SIGTERM/SIGINT exits at once", reason=f"signal {sig.name}")
         self.stop_requested.set()
-        _run_all(callbacks, "stop")
-
-
-def _run_all(callbacks: list[Callable[[], None]], kind: str) -> None:
-    for callback in callbacks:
-        try:
-            callback()
-        except Exception:
-            name = getattr(callback, "__qualname__", repr(callback))
-            log.exception("signal callback raised", kind=kind, callback=name)
 
 
 def _require_main_thread(what: str) -> None:
