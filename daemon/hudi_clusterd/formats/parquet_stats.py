@@ -9,7 +9,7 @@ statistics or without min/max, all-null chunks, NaN bounds and the like. Nothing
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,11 +122,3 @@ def column_chunks(md: pq.FileMetaData, column: int, *, logical: bool = False) ->
             null_count=int(stats.null_count) if stats is not None and stats.has_null_count else None,
             statistics=stats,
         )
-
-
-def chunk_statistics(md: pq.FileMetaData, columns: Iterable[int] | None = None, *, logical: bool = False
-                     ) -> Iterator[ChunkStats]:
-    """The statistics of every chunk of ``columns`` (leaf indexes; default: every leaf column), column by column
-    in the given order and, within a column, row group by row group."""
-    for column in range(md.num_columns) if columns is None else columns:
-        yield from column_chunks(md, column, logical=logical)

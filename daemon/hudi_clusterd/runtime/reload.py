@@ -28,7 +28,7 @@ class SettingsHolder(Generic[T]):
 
     ``current`` is a plain attribute read (no lock), so readers never wait on a reload in progress. Reloads
     are serialised among themselves. ``on_result`` is called with ``"success"`` or ``"failure"`` after each
-    reload (the daemon counts them in metrics). ``generation`` goes up by one on every successful swap.
+    reload (the daemon counts them in metrics); the log line of each successful swap numbers it (``generation``).
     """
 
     def __init__(self, initial: T, *, on_result: Callable[[ReloadOutcome], None] | None = None) -> None:
@@ -41,11 +41,6 @@ class SettingsHolder(Generic[T]):
     def current(self) -> T:
         """The settings in force; read once per unit of work and keep the object for its duration."""
         return self._current
-
-    @property
-    def generation(self) -> int:
-        """How many times the settings were swapped (0 for the initial ones)."""
-        return self._generation
 
     def try_reload(self, loader: Callable[[], T]) -> bool:
         """Load new settings with ``loader`` and swap them in; keep the current ones if loading fails.

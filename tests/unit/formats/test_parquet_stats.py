@@ -4,6 +4,7 @@ group, with what the footer says of it (and nothing it does not say)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -15,7 +16,6 @@ from hudi_clusterd.formats.parquet_stats import (
     NO_LOGICAL_TYPE,
     ChunkStats,
     LogicalType,
-    chunk_statistics,
     column_chunks,
     leaf_columns,
     logical_type,
@@ -38,6 +38,12 @@ def _footer(tmp_path: Path, table: pa.Table = TABLE, **kwargs: object) -> pq.Fil
     path = tmp_path / "f.parquet"
     pq.write_table(table, path, row_group_size=3, **kwargs)
     return pq.read_metadata(path)
+
+
+def chunk_statistics(md: pq.FileMetaData, columns: Iterable[int] | None = None) -> Iterator[ChunkStats]:
+    """Every chunk of ``columns`` (default: every leaf column), column by column in the given order."""
+    for column in range(md.num_columns) if columns is None else columns:
+        yield from column_chunks(md, column)
 
 
 def _by_path(chunks: list[ChunkStats]) -> dict[str, list[ChunkStats]]:

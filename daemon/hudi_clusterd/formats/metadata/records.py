@@ -66,14 +66,6 @@ class RecordSchema:
     """The block schema, parsed: stored records are written with it (their meta fields null)."""
 
 
-    @property
-    def column_stats_fields(self) -> tuple[str, ...]:
-        """The fields of ``HoodieMetadataColumnStats`` in this schema (10 in 1.0.x's, 11 in 1.2's)."""
-        node = json.loads(self.text)
-        field = next((f for f in node["fields"] if f["name"] == "ColumnStatsMetadata"), None)
-        body = next((b for b in (field or {}).get("type", []) if isinstance(b, dict)), None)
-        return tuple(str(f["name"]) for f in (body or {}).get("fields", []))
-
 
 @cache
 def release_schema(release: str) -> RecordSchema:
