@@ -55,7 +55,6 @@ import bench_vs_hudi as vs
 from benchlib import COLUMNS, MIB, REPO, ensure_dataset, hudi_table_cache, layout_figures, load_info, load_module, say
 from procstats import CpuMeter
 
-LOCKS = ("zookeeper", "dynamodb", "storage")
 STORAGE_LOCK = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
 _HELD = re.compile(r"^bench-lock-hold-s ([0-9.]+)$", re.M)
 # ``hudi-clusterd`` run with every holding of a table's lock (``LockUsage.record``, called as
