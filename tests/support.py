@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import threading
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from hudi_clusterd.formats.log import empty_delete_block, encode_block
+from hudi_clusterd.formats.metadata.records import RecordSchema
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = (REPO_ROOT / ".." / "shared").resolve()
@@ -92,6 +94,13 @@ def add_metadata_table(base: Path) -> Path:
     props.write_text(props.read_text() + "hoodie.table.metadata.partitions=files\n")
     new_metadata_table(base, 6)
     return base / ".hoodie" / "metadata" / ".hoodie"
+
+
+def column_stats_fields(schema: RecordSchema) -> tuple[str, ...]:
+    """The fields of ``HoodieMetadataColumnStats`` in a metadata-table record schema."""
+    field = next(f for f in json.loads(schema.text)["fields"] if f["name"] == "ColumnStatsMetadata")
+    body = next(b for b in field["type"] if isinstance(b, dict))
+    return tuple(str(f["name"]) for f in body["fields"])
 
 
 def raw_log_blocks(data: bytes) -> list[tuple[int, int, int]]:

@@ -25,7 +25,6 @@ from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.timeline_store import TEMP_FOLDER
 
 MARKER_EXTENSION = ".marker"
-TIMELINE_SERVER_BASED = "TIMELINE_SERVER_BASED"
 _MARKERS_FILE_RE = re.compile(r"^MARKERS\d+$")
 
 

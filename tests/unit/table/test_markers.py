@@ -4,7 +4,6 @@ from pathlib import Path
 
 from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.markers import (
-    TIMELINE_SERVER_BASED,
     IOType,
     Marker,
     create_marker,
@@ -39,7 +38,7 @@ def test_list_markers_timeline_server_based_reads_markers_files(tmp_path: Path) 
     # Given markers as Hudi's timeline server writes them
     folder = tmp_path / marker_dir(T)
     folder.mkdir(parents=True)
-    (folder / "MARKERS.type").write_text(TIMELINE_SERVER_BASED)
+    (folder / "MARKERS.type").write_text("TIMELINE_SERVER_BASED")
     (folder / "MARKERS0").write_text(f"10/{F1}.marker.CREATE\n")
     (folder / "MARKERS1").write_text(f"20/{F2}.marker.MERGE\n\n")
     storage = open_storage(str(tmp_path))

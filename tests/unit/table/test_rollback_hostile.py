@@ -9,7 +9,7 @@ import pytest
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.errors import MetadataDecodeError
 from hudi_clusterd.formats.avro import encode_record
-from hudi_clusterd.table.markers import MARKERS_TYPE_FILE, marker_dir
+from hudi_clusterd.table.markers import marker_dir
 from hudi_clusterd.table.rollback import rollback_pending
 from tests.builders import TableGen, small_table
 
@@ -41,7 +41,7 @@ def test_rollback_timeline_server_markers_naming_outside_files_delete_nothing_ou
     own.write_bytes(b"written by the failed commit")
     folder = gen.base / marker_dir(t)
     folder.mkdir(parents=True)
-    (folder / MARKERS_TYPE_FILE).write_text("TIMELINE_SERVER_BASED")
+    (folder / "MARKERS.type").write_text("TIMELINE_SERVER_BASED")
     (folder / "MARKERS0").write_text("\n".join([
         f"../outside/{victims[0].name}.marker.CREATE",
         f"../t-evil/p1/{victims[1].name}.marker.CREATE",

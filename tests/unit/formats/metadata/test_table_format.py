@@ -12,6 +12,7 @@ from hudi_clusterd.errors import MetadataDecodeError
 from hudi_clusterd.formats.metadata import column_stats as cs
 from hudi_clusterd.formats.metadata import records as rec
 from hudi_clusterd.formats.metadata.table_format import HUDI_0_15, HUDI_1_0, HUDI_1_2, for_table_version
+from tests.support import column_stats_fields
 
 NS = "org.apache.hudi.avro.model."
 V1_FIELDS = ("fileName", "columnName", "minValue", "maxValue", "valueCount", "nullCount", "totalSize",
@@ -24,13 +25,6 @@ def _union_names(schema: rec.RecordSchema) -> list[str]:
                 if isinstance(b, dict))
     union = next(f for f in body["fields"] if f["name"] == "minValue")["type"]
     return [b["name"] if isinstance(b, dict) else b for b in union]
-
-
-def _column_stats_fields(schema: rec.RecordSchema) -> tuple[str, ...]:
-    """The fields of ``HoodieMetadataColumnStats`` in ``schema``."""
-    field = next(f for f in json.loads(schema.text)["fields"] if f["name"] == "ColumnStatsMetadata")
-    body = next(b for b in field["type"] if isinstance(b, dict))
-    return tuple(str(f["name"]) for f in body["fields"])
 
 
 def _decode(schema: rec.RecordSchema, data: bytes) -> dict[str, object]:
@@ -51,9 +45,9 @@ def test_each_table_version_has_its_release_lines_format() -> None:
 
 def test_the_default_schemas_are_those_of_the_release_lines() -> None:
     # 0.15: no isTightBound; 1.0.x: isTightBound, no valueType, no ArrayWrapper; 1.2: both
-    assert _column_stats_fields(HUDI_0_15.schema) == V1_FIELDS
-    assert _column_stats_fields(HUDI_1_0.schema) == (*V1_FIELDS, "isTightBound")
-    assert _column_stats_fields(HUDI_1_2.schema) == (*V1_FIELDS, "isTightBound", "valueType")
+    assert column_stats_fields(HUDI_0_15.schema) == V1_FIELDS
+    assert column_stats_fields(HUDI_1_0.schema) == (*V1_FIELDS, "isTightBound")
+    assert column_stats_fields(HUDI_1_2.schema) == (*V1_FIELDS, "isTightBound", "valueType")
     assert "ArrayWrapper" not in _union_names(HUDI_1_0.schema)
     assert "ArrayWrapper" in _union_names(HUDI_1_2.schema)
     for fmt in (HUDI_0_15, HUDI_1_0, HUDI_1_2):
@@ -113,7 +107,7 @@ def test_a_block_schema_is_known_by_content_or_kept_as_it_is() -> None:
     assert other.block_text == text
     assert [f["name"] for f in json.loads(other.text)["fields"]] == \
         [f["name"] for f in json.loads(HUDI_1_0.schema.text)["fields"]]
-    assert _column_stats_fields(other) == _column_stats_fields(HUDI_1_0.schema)
+    assert column_stats_fields(other) == column_stats_fields(HUDI_1_0.schema)
     with pytest.raises(MetadataDecodeError):
         rec.schema_from_block('{"type": "record", "name": "Other", "fields": []}')
     with pytest.raises(MetadataDecodeError):

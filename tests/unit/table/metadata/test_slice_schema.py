@@ -17,7 +17,7 @@ from hudi_clusterd.formats.metadata import records as rec
 from hudi_clusterd.formats.metadata.table_format import HUDI_0_15, HUDI_1_0, HUDI_1_2, MetadataTableFormat
 from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.metadata.writer import MetadataTable
-from tests.support import new_metadata_table
+from tests.support import column_stats_fields, new_metadata_table
 
 T = "20261126010101000"
 EARLIER = "20261126000000000"
@@ -75,7 +75,7 @@ def test_a_slice_whose_base_hfile_has_1_0s_schema_gets_a_block_of_that_schema(tm
     block_schema, commit_schema = _cluster(tmp_path, mdt)
     # Then its block carries the base's schema (10 column-stats fields), not the version's default
     assert block_schema == HUDI_1_0.schema.block_text != HUDI_1_2.schema.block_text
-    assert len(rec.schema_from_block(block_schema).column_stats_fields) == 10
+    assert len(column_stats_fields(rec.schema_from_block(block_schema))) == 10
     assert json.loads(commit_schema) == json.loads(HUDI_1_0.schema.text)
     # and the base and our block merge
     assert mdt.live_files([T]) == {"p=a": {"old.parquet": 100, f"f1-0_0-1-1_{T}.parquet": 1234}}
@@ -101,6 +101,6 @@ def test_a_slice_carrying_no_schema_gets_the_versions_default(tmp_path: Path, ve
     block_schema, commit_schema = _cluster(tmp_path, mdt)
     assert block_schema == expected.schema.block_text
     assert commit_schema == expected.schema.text
-    fields = rec.schema_from_block(block_schema).column_stats_fields
+    fields = column_stats_fields(rec.schema_from_block(block_schema))
     assert len(fields) == (10 if version == 8 else 11)
     assert HUDI_0_15.schema.block_text != block_schema
