@@ -162,9 +162,13 @@ def _plans(base: Path) -> list[str]:
             if i.action in (Action.CLUSTERING, Action.REPLACE_COMMIT)]
 
 
-@pytest.mark.parametrize("fault", [Fault.TIMEOUT_BEFORE, Fault.THROTTLED])
+STOPPED = ("warning", "tick stopped: the storage failed; the next tick tries again")
+
+
+@pytest.mark.parametrize(("fault", "logged"), [(Fault.TIMEOUT_BEFORE, STOPPED), (Fault.THROTTLED, STOPPED),
+                                               (Fault.REFUSED, ("error", "tick failed"))])
 def test_a_footer_the_storage_did_not_answer_stops_the_tick_and_the_next_tick_plans(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: Fault) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: Fault, logged: tuple[str, str]) -> None:
     # Given a table due for clustering by a sort column, whose storage fails to answer one read of a base file
     gen = small_table(tmp_path)
     rules = [Rule(fault, r"\.parquet$", op="read")]
@@ -181,11 +185,11 @@ def test_a_footer_the_storage_did_not_answer_stops_the_tick_and_the_next_tick_pl
     # When the table is ticked
     with capture_logs() as logs:
         assert not worker.guarded_tick()
-    # Then the footer read failed, no plan was written, and the tick said so in one warning, without an error
+    # Then the footer read failed, no plan was written, and the tick said so in one line: a warning, or an error
+    # when the storage refused this process (its configuration must change)
     assert [(f, op) for f, op, _ in fired[0]] == [(fault, "read")]
     assert _plans(gen.base) == []
-    assert [(e["log_level"], e["event"]) for e in logs if e["log_level"] in ("warning", "error")] == [
-        ("warning", "tick stopped: the storage failed; the next tick tries again")]
+    assert [(e["log_level"], e["event"]) for e in logs if e["log_level"] in ("warning", "error")] == [logged]
     assert "injected" in logs[-1]["error"]
     # And the next tick plans (its groups then fail in this runner)
     with capture_logs() as logs:
