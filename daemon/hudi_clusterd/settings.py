@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hudi_clusterd.domain.keys import KeyReader
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError
 from hudi_clusterd.formats.java_properties import parse_properties_document
@@ -175,14 +176,9 @@ def settings_from_properties(
         if not key.startswith(("hoodie.", _PREFIX)):
             warnings.append(f"{key}: neither a hoodie.* nor a clusterd.* key; ignored")
 
-    values: dict[str, Any] = {}
-    for key, spec in DAEMON_KEYS.items():
-        raw = merged.get(key, spec.default)
-        try:
-            values[spec.field] = spec.parse(raw)
-        except ValueError as exc:
-            problems.append(f"{key}: {exc}")
-            values[spec.field] = spec.parse(spec.default)
+    reader = KeyReader(merged)
+    values: dict[str, Any] = reader.get_all(DAEMON_KEYS.values())
+    problems.extend(reader.problems)
 
     spark_conf: list[tuple[str, str]] = []
     table_paths: dict[str, tuple[str, bool]] = {}
