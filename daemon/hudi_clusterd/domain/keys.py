@@ -49,9 +49,9 @@ class Key(Generic[T]):
         names the aliases and environment variables read in its place."""
         text = self.description
         if self.aliases:
-            text += f" Alias: {', '.join(self.aliases)}."
+            text += f" Alias{'es' if len(self.aliases) > 1 else ''}: {', '.join(self.aliases)}."
         if self.env:
-            text += f" Unset: {', then '.join(self.env)} from the environment."
+            text += f" When unset, read from the environment: {', then '.join(self.env)}."
         return self.name, self.default, text
 
 
@@ -60,13 +60,13 @@ def reference_rows(keys: Iterable[Key[Any]]) -> list[tuple[str, str | None, str]
     return [key.reference() for key in keys]
 
 
-def at_least(parse: Callable[[str], int], minimum: int, unit: str = "") -> Callable[[str], int]:
-    """``parse``, refusing a value below ``minimum`` (``must be >= <minimum>[ unit], got <value>``)."""
+def at_least(parse: Callable[[str], int], minimum: int) -> Callable[[str], int]:
+    """``parse``, refusing a value below ``minimum`` (``must be >= <minimum>, got <value>``)."""
 
     def checked(raw: str) -> int:
         value = parse(raw)
         if value < minimum:
-            raise ValueError(f"must be >= {minimum}{unit}, got {value}")
+            raise ValueError(f"must be >= {minimum}, got {value}")
         return value
 
     return checked
@@ -122,6 +122,12 @@ class KeyReader:
         except ValueError as e:
             self.problems.append(f"{where}: invalid value (not shown)" if key.secret else f"{where}: {e}")
         return key.parse(key.default or "")
+
+    def parsed(self, key: Key[T]) -> T | None:
+        """The value of ``key`` as :meth:`get` reads it, or ``None`` when it was refused (the problem recorded)."""
+        known = len(self.problems)
+        value = self.get(key)
+        return None if len(self.problems) > known else value
 
     def get_all(self, keys: Iterable[Key[Any]]) -> dict[str, Any]:
         """The value of every key by its ``field`` (its name when it has none)."""

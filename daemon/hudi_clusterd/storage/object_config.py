@@ -34,12 +34,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from hudi_clusterd.errors import StorageAccessError, StorageError
+from hudi_clusterd.storage.s3_settings import resolve_s3, truthy
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, MemoryStore, ObjectStore, RetryConfig, S3Credential
 
 Cloud = Literal["s3", "gcs", "azure"]
 S3_SCHEMES: Final = frozenset({"s3", "s3a"})
+"""The schemes Hudi's writers name S3 objects with (``StorageSchemes``); one family of objects."""
 GCS_SCHEMES: Final = frozenset({"gs"})
 AZURE_SCHEMES: Final = frozenset({"abfs", "abfss", "az"})
 OBJECT_STORE_SCHEMES: Final = S3_SCHEMES | GCS_SCHEMES | AZURE_SCHEMES
@@ -60,26 +62,7 @@ DEFAULT_RETRY_TIMEOUT_S: Final = 60.0
 """Four retries, backing off from 100 ms to at most 5 s: an unreachable endpoint fails within about two seconds,
 a store that answers 5xx for a moment is retried."""
 
-_S3_ALIASES: Final[Mapping[str, str]] = {
-    "aws_endpoint": "endpoint", "aws_endpoint_url": "endpoint", "aws_endpoint_url_s3": "endpoint",
-    "endpoint_url": "endpoint", "aws_region": "region", "aws_default_region": "region",
-    "aws_access_key_id": "access_key_id", "aws_secret_access_key": "secret_access_key",
-    "aws_session_token": "session_token", "aws_token": "session_token", "token": "session_token",
-    "aws_allow_http": "allow_http", "aws_virtual_hosted_style_request": "virtual_hosted_style_request",
-    "aws_skip_signature": "skip_signature",
-}
-_HUDI_KEYS: Final[Mapping[str, str]] = {
-    "hoodie.aws.access.key": "access_key_id",
-    "hoodie.aws.secret.key": "secret_access_key",
-    "hoodie.aws.session.token": "session_token",
-}
 _CREDENTIAL_TTL: Final = timedelta(minutes=5)
-
-
-def object_store_options(props: Mapping[str, str]) -> dict[str, str]:
-    """The storage options a Hudi writer's properties give (``hoodie.aws.access.key``, ``hoodie.aws.secret.key``,
-    ``hoodie.aws.session.token``), as obstore's keys; blank values are left out."""
-    return {option: props[key].strip() for key, option in _HUDI_KEYS.items() if props.get(key, "").strip()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +80,7 @@ class Location:
     @property
     def family(self) -> str:
         """Schemes of one family name the same objects (``s3`` and ``s3a``; ``abfs`` and ``abfss``)."""
-        return {"s3a": "s3", "abfss": "abfs"}.get(self.scheme, self.scheme)
+        return "s3" if self.scheme in S3_SCHEMES else {"abfss": "abfs"}.get(self.scheme, self.scheme)
 
     def same_bucket(self, other: Location) -> bool:
         return (self.family, self.bucket, self.account) == (other.family, other.bucket, other.account)
@@ -129,10 +112,6 @@ def parse_location(uri: str) -> Location:
             raise StorageError(f"{uri}: expected {scheme}://<container>@<account>.dfs.core.windows.net/<path>")
         account = labels[0]
     return Location(scheme, "azure", netloc, container, key, account)
-
-
-def truthy(value: str | None) -> bool:
-    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
 
 
 class MemoryBuckets:
@@ -234,52 +213,36 @@ def _retry_config(retry: Mapping[str, str], uri: str) -> RetryConfig:
                         "base": 2}}
 
 
-def _s3(loc: Location, config: dict[str, str], client: dict[str, str], retry: RetryConfig,
-        env: Mapping[str, str]) -> StoreSetup:
+def _s3(loc: Location, options: Mapping[str, str], env: Mapping[str, str]) -> StoreSetup:
     from obstore.store import S3Store
 
-    opts: dict[str, str] = {}
-    for key, value in config.items():
-        name = _S3_ALIASES.get(key, key)
-        if name in opts:
-            raise StorageAccessError(f"{loc.scheme}://{loc.netloc}: storage option {name!r} is given twice "
-                                     f"(as {key!r} too)")
-        opts[name] = value
-    endpoint = opts.pop("endpoint", "") or env.get("AWS_ENDPOINT_URL_S3", "") or env.get("AWS_ENDPOINT_URL", "")
-    if "allow_http" in opts:
-        client["allow_http"] = opts.pop("allow_http")
-    client.setdefault("allow_http", "true" if truthy(env.get("AWS_ALLOW_HTTP")) or endpoint.startswith("http://")
-                      else "false")
-    if "virtual_hosted_style_request" not in opts and "AWS_VIRTUAL_HOSTED_STYLE_REQUEST" not in env and endpoint:
-        opts["virtual_hosted_style_request"] = "false"
-    key_id, secret, token = (opts.pop("access_key_id", ""), opts.pop("secret_access_key", ""),
-                             opts.pop("session_token", "") or None)
-    where = "the storage options"
-    if not (key_id or secret):
-        key_id, secret = env.get("AWS_ACCESS_KEY_ID", ""), env.get("AWS_SECRET_ACCESS_KEY", "")
-        token = env.get("AWS_SESSION_TOKEN") or None
-        where = "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
-    if bool(key_id) != bool(secret):
-        raise StorageAccessError(f"{loc.scheme}://{loc.bucket}: {where} give an access key id without a secret "
-                                 "access key, or the other way round")
-    region = opts.pop("region", "") or env.get("AWS_REGION", "") or env.get("AWS_DEFAULT_REGION", "")
+    uri = f"{loc.scheme}://{loc.bucket}"
+    settings = resolve_s3(options, env, uri)
+    opts, client, retry = _split(settings.options, uri)
+    client["allow_http"] = "true" if settings.allow_http else "false"
+    if settings.virtual_hosted is not None or settings.endpoint:
+        opts["virtual_hosted_style_request"] = "false" if settings.path_style else "true"
+    if settings.skip_signature:
+        opts["skip_signature"] = "true"
+    region = settings.region or ""
     provider: Any = None
-    if key_id:
-        provider = _StaticCredentials(key_id, secret, token)
-    elif not truthy(opts.get("skip_signature")):
+    if settings.credentials is not None:
+        c = settings.credentials
+        provider = _StaticCredentials(c.access_key_id, c.secret_access_key, c.session_token)
+    elif not settings.skip_signature:
         provider, profile_region = _boto3_chain(loc)
         region = region or profile_region
     region = region or "us-east-1"
-    if endpoint:
-        opts["endpoint"] = endpoint
-        opts["aws_endpoint_url_s3"] = endpoint  # else obstore would prefer the variable's
+    if settings.endpoint:
+        opts["endpoint"] = settings.endpoint
+        opts["aws_endpoint_url_s3"] = settings.endpoint  # else obstore would prefer the variable's
     try:
         store = S3Store(loc.bucket, config={**opts, "region": region},  # type: ignore[arg-type]
-                        client_options=_client(client), retry_config=retry, credential_provider=provider)
+                        client_options=_client(client), retry_config=_retry_config(retry, uri),
+                        credential_provider=provider)
     except Exception as e:
-        raise StorageAccessError(f"{loc.scheme}://{loc.bucket}: cannot configure the S3 client: "
-                                 f"{_first_line(e)}") from e
-    described = safe_endpoint(endpoint) if endpoint else f"https://s3.{region}.amazonaws.com"
+        raise StorageAccessError(f"{uri}: cannot configure the S3 client: {_first_line(e)}") from e
+    described = safe_endpoint(settings.endpoint) if settings.endpoint else f"https://s3.{region}.amazonaws.com"
     bulk = not truthy(opts.get("disable_bulk_delete"))
     return StoreSetup(store, described, bulk_delete=bulk)
 
@@ -354,10 +317,10 @@ def build_store(loc: Location, options: Mapping[str, str], memory: MemoryBuckets
         if kind.strip().lower() != "memory":
             raise StorageAccessError(f"{uri}: storage option store={kind!r}: only 'memory' is known")
         return StoreSetup(memory.get(loc.bucket), "memory", bulk_delete=True)
+    if loc.cloud == "s3":
+        return _s3(loc, options, env)
     config, client, retry = _split(options, uri)
     retry_config = _retry_config(retry, uri)
-    if loc.cloud == "s3":
-        return _s3(loc, config, client, retry_config, env)
     if loc.cloud == "gcs":
         return _gcs(loc, config, client, retry_config)
     return _azure(loc, config, client, retry_config, env)
@@ -369,5 +332,5 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-__all__ = ["OBJECT_STORE_SCHEMES", "Location", "MemoryBuckets", "StoreSetup", "Versions", "build_store",
-           "object_store_options", "parse_location", "safe_endpoint", "versions"]
+__all__ = ["OBJECT_STORE_SCHEMES", "S3_SCHEMES", "Location", "MemoryBuckets", "StoreSetup", "Versions", "build_store",
+           "parse_location", "safe_endpoint", "versions"]
