@@ -6,7 +6,7 @@ their order does not matter and other fields are ignored. The lock is held by it
 false and the reader's wall clock is at most ``validUntil`` plus Hudi's clock drift allowance (500 ms).
 
 The writers set how long one write holds the lock (``hoodie.write.lock.storage.validity.timeout.secs``) and how
-often a holder renews it (``hoodie.write.lock.storage.renew.interval.secs``, formerly
+often a holder renews it (``hoodie.write.lock.storage.renew.interval.secs``, alias
 ``hoodie.write.lock.storage.heartbeat.poll.secs``), with Hudi's constraints: validity at least 10 s and at least
 10 renew intervals, renew interval at least 1 s.
 """
@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hudi_clusterd.domain.keys import Key, KeyReader
 from hudi_clusterd.domain.values import java_long
 from hudi_clusterd.errors import LockError
 
@@ -28,6 +29,7 @@ __all__ = [
     "LOCK_FILE",
     "RENEW_ALT_KEY",
     "RENEW_KEY",
+    "STORAGE_LOCK_KEYS",
     "STORAGE_PROVIDER",
     "VALIDITY_KEY",
     "LockData",
@@ -51,6 +53,15 @@ DEFAULT_RENEW_S = 30
 MIN_VALIDITY_S = 10
 MIN_RENEW_S = 1
 VALIDITY_PER_RENEW = 10
+
+VALIDITY = Key(VALIDITY_KEY, str(DEFAULT_VALIDITY_S), java_long, (
+    "Seconds one write of a StorageBasedLockProvider lock (.hoodie/.locks/table_lock.json) holds it (at least "
+    f"{MIN_VALIDITY_S}, and at least {VALIDITY_PER_RENEW} renew intervals); the daemon's leases last as long."))
+RENEW = Key(RENEW_KEY, str(DEFAULT_RENEW_S), java_long, (
+    f"Seconds between two renewals of a StorageBasedLockProvider lock (at least {MIN_RENEW_S})."),
+    aliases=(RENEW_ALT_KEY,))
+STORAGE_LOCK_KEYS = (VALIDITY, RENEW)
+"""The keys of the storage lock, for the reference."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,19 +117,10 @@ class StorageLockTimes:
 def storage_lock_times(props: Mapping[str, str]) -> tuple[StorageLockTimes | None, list[str]]:
     """The times the writers' ``hoodie.write.lock.storage.*`` keys set, or None with the problems
     (``<key>: must be ..., got ...``), checked as Hudi checks them."""
-    problems: list[str] = []
-    renew_key = RENEW_KEY if RENEW_KEY in props or RENEW_ALT_KEY not in props else RENEW_ALT_KEY
-
-    def read(key: str, default: int) -> int | None:
-        if key not in props:
-            return default
-        try:
-            return java_long(props[key])
-        except ValueError as e:
-            problems.append(f"{key}: {e}")
-            return None
-
-    validity, renew = read(VALIDITY_KEY, DEFAULT_VALIDITY_S), read(renew_key, DEFAULT_RENEW_S)
+    reader = KeyReader(props)
+    validity, renew = reader.parsed(VALIDITY), reader.parsed(RENEW)
+    renew_key = (reader.lookup(RENEW) or (RENEW_KEY, ""))[0]
+    problems = reader.problems
     if validity is not None and validity < MIN_VALIDITY_S:
         problems.append(f"{VALIDITY_KEY}: must be at least {MIN_VALIDITY_S} seconds, got {validity}")
     if renew is not None and renew < MIN_RENEW_S:
