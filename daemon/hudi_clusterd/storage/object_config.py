@@ -5,16 +5,12 @@ URIs: ``s3://bucket/path`` and ``s3a://bucket/path`` (the same objects: Hudi rec
 scheme), ``gs://bucket/path``, ``abfs[s]://container@account.dfs.core.windows.net/path`` and
 ``az://container/path`` (the account from the options or ``AZURE_STORAGE_ACCOUNT_NAME``).
 
-Settings, highest first: the spec's options (obstore's own keys: ``endpoint``, ``region``, ``allow_http``,
-``access_key_id``, ``secret_access_key``, ``session_token``, ``virtual_hosted_style_request``...; the HTTP
-client's: ``connect_timeout``, ``timeout``, ``read_timeout``, ``proxy_url``...; retries: ``max_retries``,
-``retry_timeout`` in seconds), then the environment as every AWS SDK reads it (``AWS_ENDPOINT_URL_S3``, then
-``AWS_ENDPOINT_URL``; ``AWS_REGION``, then ``AWS_DEFAULT_REGION``; ``AWS_ALLOW_HTTP``; ``AWS_ACCESS_KEY_ID``,
-``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``), then, for S3 credentials, boto3's default chain (profiles of
-``AWS_PROFILE``/``AWS_SHARED_CREDENTIALS_FILE``/``~/.aws``, web identity on Kubernetes, container and instance
-metadata). An endpoint given means path-style requests unless ``virtual_hosted_style_request`` says otherwise,
-and an ``http://`` endpoint allows plain HTTP. GCS and Azure read their own variables
-(``GOOGLE_SERVICE_ACCOUNT``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``AZURE_STORAGE_ACCOUNT_NAME``,
+Settings, highest first: the spec's options (obstore's own keys; the HTTP client's: ``connect_timeout``,
+``timeout``, ``read_timeout``, ``proxy_url``...; retries: ``max_retries``, ``retry_timeout`` in seconds), then the
+environment. S3's endpoint, region, addressing style, plain HTTP and credentials are resolved by `s3_settings`
+(options and their aliases, then the variables every AWS SDK reads, then boto3's default chain for credentials),
+the same resolution Spark's S3A settings are derived from (`object_hadoop`). GCS and Azure read their own
+variables (``GOOGLE_SERVICE_ACCOUNT``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``AZURE_STORAGE_ACCOUNT_NAME``,
 ``AZURE_STORAGE_ACCOUNT_KEY``...), as obstore does. The option ``store=memory`` serves the URI from this process's
 in-memory object store of that bucket name instead (obstore's ``MemoryStore``, for tests).
 
@@ -34,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from hudi_clusterd.errors import StorageAccessError, StorageError
-from hudi_clusterd.storage.s3_settings import resolve_s3, truthy
+from hudi_clusterd.storage.s3_settings import DEFAULT_REGION, resolve_s3, truthy
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, MemoryStore, ObjectStore, RetryConfig, S3Credential
@@ -224,15 +220,14 @@ def _s3(loc: Location, options: Mapping[str, str], env: Mapping[str, str]) -> St
         opts["virtual_hosted_style_request"] = "false" if settings.path_style else "true"
     if settings.skip_signature:
         opts["skip_signature"] = "true"
-    region = settings.region or ""
+    region = settings.fixed_region or ""
     provider: Any = None
     if settings.credentials is not None:
         c = settings.credentials
         provider = _StaticCredentials(c.access_key_id, c.secret_access_key, c.session_token)
-    elif not settings.skip_signature:
+    elif settings.uses_chain:
         provider, profile_region = _boto3_chain(loc)
-        region = region or profile_region
-    region = region or "us-east-1"
+        region = region or profile_region or DEFAULT_REGION
     if settings.endpoint:
         opts["endpoint"] = settings.endpoint
         opts["aws_endpoint_url_s3"] = settings.endpoint  # else obstore would prefer the variable's

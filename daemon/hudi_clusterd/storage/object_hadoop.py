@@ -5,8 +5,9 @@ Spark reads a table on S3 through Hadoop's S3A connector when the daemon is set 
 per-bucket keys (``fs.s3a.bucket.<bucket>.*``: they apply to that bucket only, so tables in buckets of different
 stores or accounts coexist in one session) from the settings the daemon's client is built from
 (`s3_settings.resolve_s3`: the spec's options, then the environment as the AWS SDKs read it). What is found is
-set: the endpoint (path-style unless virtual-hosted requests are asked for, TLS off for ``http://``), the region,
-and the credentials through S3A's simple (or temporary, with a token) provider. What is not is left to S3A's own
+set: the endpoint (path-style unless virtual-hosted requests are asked for, TLS off for ``http://``), the region
+(``us-east-1`` when none is given and no credential chain is asked, as the daemon's client takes it), and the
+credentials through S3A's simple (or temporary, with a token) provider. What is not is left to S3A's own
 defaults (its credential chain: environment, profiles, web identity on Kubernetes, instance metadata).
 
 The values hold secrets: they go to Spark's configuration (whose redaction hides ``secret``/``key``/``token``
@@ -42,8 +43,8 @@ def s3a_bucket_options(loc: Location, options: Mapping[str, str], env: Mapping[s
         out["path.style.access"] = "true" if settings.path_style else "false"
         if settings.endpoint.startswith("http://"):
             out["connection.ssl.enabled"] = "false"
-    if settings.region:
-        out["endpoint.region"] = settings.region
+    if settings.fixed_region:
+        out["endpoint.region"] = settings.fixed_region
     if (c := settings.credentials) is not None:
         out["access.key"], out["secret.key"] = c.access_key_id, c.secret_access_key
         out["aws.credentials.provider"] = _TEMPORARY if c.session_token else _SIMPLE

@@ -8,8 +8,8 @@ read, when the options do not give it, from the environment as every AWS SDK rea
 - endpoint: ``endpoint``, then ``AWS_ENDPOINT_URL_S3``, then ``AWS_ENDPOINT_URL``; an endpoint means path-style
   requests unless ``virtual_hosted_style_request`` (or ``AWS_VIRTUAL_HOSTED_STYLE_REQUEST``) says otherwise, and
   an ``http://`` endpoint allows plain HTTP unless ``allow_http`` is given;
-- region: ``region``, then ``AWS_REGION``, then ``AWS_DEFAULT_REGION`` (unset: the client asks its credential
-  chain's profile, then takes ``us-east-1``; S3A applies its own chain);
+- region: ``region``, then ``AWS_REGION``, then ``AWS_DEFAULT_REGION``; unset, ``us-east-1``, or with a credential
+  chain its profile's region (the daemon's client asks boto3's, S3A its own chain);
 - credentials, as one pair: ``access_key_id`` with ``secret_access_key`` (and ``session_token``) from the options,
   else ``AWS_ACCESS_KEY_ID`` with ``AWS_SECRET_ACCESS_KEY`` (and ``AWS_SESSION_TOKEN``); a key id without its
   secret, or the other way round, is refused. None: boto3's default chain (the daemon's client) or S3A's.
@@ -29,8 +29,11 @@ from hudi_clusterd.domain.keys import Key, KeyReader
 from hudi_clusterd.domain.values import optional_text
 from hudi_clusterd.errors import StorageAccessError
 
-__all__ = ["HUDI_AWS_KEYS", "S3_OPTION_KEYS", "S3Credentials", "S3Settings", "object_store_options", "resolve_s3",
-           "truthy"]
+__all__ = ["DEFAULT_REGION", "HUDI_AWS_KEYS", "S3_OPTION_KEYS", "S3Credentials", "S3Settings", "object_store_options",
+           "resolve_s3", "truthy"]
+
+
+DEFAULT_REGION: Final = "us-east-1"
 
 
 def truthy(value: str | None) -> bool:
@@ -108,6 +111,17 @@ class S3Settings:
     virtual_hosted: bool | None
     skip_signature: bool
     options: dict[str, str] = field(repr=False)
+
+    @property
+    def uses_chain(self) -> bool:
+        """Whether credentials come from a default chain (none given, requests signed)."""
+        return self.credentials is None and not self.skip_signature
+
+    @property
+    def fixed_region(self) -> str | None:
+        """The region both clients use: the one given, else ``us-east-1`` unless a credential chain is asked
+        (``None``: its profile's region, else ``us-east-1``)."""
+        return self.region or (None if self.uses_chain else DEFAULT_REGION)
 
     @property
     def path_style(self) -> bool:
