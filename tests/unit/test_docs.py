@@ -14,6 +14,7 @@ from hudi_clusterd.lock import lock_reference
 from hudi_clusterd.lock.registry import LOCK_KEYS
 from hudi_clusterd.settings import settings_reference
 from hudi_clusterd.settings_keys import DAEMON_KEYS
+from hudi_clusterd.storage.object_config import RETRY_OPTION_KEYS
 from hudi_clusterd.storage.s3_settings import HUDI_AWS_KEYS, S3_OPTION_KEYS
 from tests.support import REPO_ROOT
 
@@ -23,11 +24,12 @@ LOCK_PAGE = (REPO_ROOT / "docs" / "lock.md").read_text(encoding="utf-8")
 SECTIONS: dict[str, list[tuple[str, str | None, str]]] = {
     "## Clustering policy": policy_reference(),
     "## The table lock": lock_reference(),
-    "## S3: the object-store client's settings": reference_rows(S3_OPTION_KEYS),
+    "## Object stores: the client's settings": reference_rows((*S3_OPTION_KEYS, *RETRY_OPTION_KEYS)),
     "## Daemon settings": settings_reference(),
 }
 TABLES: dict[str, tuple[Key[object], ...]] = {
-    "policy": tuple(KEY_SPECS.values()), "lock": LOCK_KEYS, "s3": S3_OPTION_KEYS, "daemon": tuple(DAEMON_KEYS.values()),
+    "policy": tuple(KEY_SPECS.values()), "lock": LOCK_KEYS, "object stores": (*S3_OPTION_KEYS, *RETRY_OPTION_KEYS),
+    "daemon": tuple(DAEMON_KEYS.values()),
 }
 
 

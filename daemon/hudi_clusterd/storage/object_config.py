@@ -29,6 +29,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
+from hudi_clusterd.domain.keys import Key, KeyReader, at_least
+from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import StorageAccessError, StorageError
 from hudi_clusterd.storage.s3_settings import DEFAULT_REGION, resolve_s3, truthy
 
@@ -48,16 +50,30 @@ CLIENT_KEYS: Final = frozenset({
     "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url", "proxy_ca_certificate", "proxy_excludes",
     "randomize_addresses", "read_timeout", "root_certificate", "timeout", "user_agent"})
 """Options for obstore's HTTP client rather than for the store."""
-RETRY_KEYS: Final = frozenset({"max_retries", "retry_timeout"})
 STORE_KEY: Final = "store"
 
 DEFAULT_CLIENT: Final[Mapping[str, str]] = {"connect_timeout": "5s", "read_timeout": "30s", "timeout": "300s"}
 """A connection is given 5 s, a stalled answer 30 s, a whole request (a large range or part) 5 minutes."""
-DEFAULT_MAX_RETRIES: Final = 4
-DEFAULT_RETRY_TIMEOUT_S: Final = 60.0
-"""Four retries, backing off from 100 ms to at most 5 s: an unreachable endpoint fails within about two seconds,
-a store that answers 5xx for a moment is retried."""
 
+
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be > 0 seconds, got {raw.strip()}")
+    return value
+
+
+MAX_RETRIES = Key("max_retries", "4", at_least(java_int, 0), (
+    "Object stores (S3, GCS, Azure): how often a failed request is retried, backing off from 100 ms to at most "
+    "5 s (an unreachable endpoint fails within about two seconds)."))
+RETRY_TIMEOUT = Key("retry_timeout", "60", _seconds, (
+    "Object stores: seconds after which a request is no longer retried."))
+RETRY_OPTION_KEYS: Final = (MAX_RETRIES, RETRY_TIMEOUT)
+"""Every store's retry options (the other options go to obstore as they are)."""
+RETRY_KEYS: Final = frozenset(key.name for key in RETRY_OPTION_KEYS)
 _CREDENTIAL_TTL: Final = timedelta(minutes=5)
 
 
@@ -197,13 +213,10 @@ def _split(options: Mapping[str, str], uri: str) -> tuple[dict[str, str], dict[s
 
 
 def _retry_config(retry: Mapping[str, str], uri: str) -> RetryConfig:
-    try:
-        max_retries = int(retry.get("max_retries", DEFAULT_MAX_RETRIES))
-        timeout_s = float(retry.get("retry_timeout", DEFAULT_RETRY_TIMEOUT_S))
-    except ValueError as e:
-        raise StorageAccessError(f"{uri}: storage options max_retries and retry_timeout are numbers: {e}") from e
-    if max_retries < 0 or not math.isfinite(timeout_s) or timeout_s <= 0:
-        raise StorageAccessError(f"{uri}: max_retries must be >= 0 and retry_timeout > 0 seconds")
+    reader = KeyReader(retry)
+    max_retries, timeout_s = reader.get(MAX_RETRIES), reader.get(RETRY_TIMEOUT)
+    if reader.problems:
+        raise StorageAccessError(f"{uri}: storage option {reader.problems[0]}")
     return {"max_retries": max_retries, "retry_timeout": timedelta(seconds=timeout_s),
             "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=5),
                         "base": 2}}
