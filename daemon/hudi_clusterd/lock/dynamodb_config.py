@@ -34,18 +34,7 @@ DYNAMODB_PROVIDER = "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvi
 DYNAMODB_IMPLICIT_PROVIDER = "org.apache.hudi.aws.transaction.lock.DynamoDBBasedImplicitPartitionKeyLockProvider"
 
 _PREFIX = "hoodie.write.lock.dynamodb."
-TABLE_KEY = _PREFIX + "table"
-PARTITION_KEY_KEY = _PREFIX + "partition_key"
-REGION_KEY = _PREFIX + "region"
-ENDPOINT_KEY = _PREFIX + "endpoint_url"
-BILLING_MODE_KEY = _PREFIX + "billing_mode"
-READ_CAPACITY_KEY = _PREFIX + "read_capacity"
-WRITE_CAPACITY_KEY = _PREFIX + "write_capacity"
-CREATION_TIMEOUT_KEY = _PREFIX + "table_creation_timeout"
-WAIT_TIME_KEY = "hoodie.write.lock.wait_time_ms"
 ACCESS_KEY, SECRET_KEY, SESSION_TOKEN = HUDI_AWS_KEYS
-TABLE_NAME_KEY = TABLE_NAME.name
-BASE_PATH_KEY = TABLE_BASE_PATH.name
 
 DEFAULT_TABLE = "hudi_locks"
 DEFAULT_REGION = "us-east-1"
@@ -102,26 +91,26 @@ def _billing_mode(raw: str) -> str:
     return billing
 
 
-TABLE = Key(TABLE_KEY, DEFAULT_TABLE, _table, (
+TABLE = Key(_PREFIX + "table", DEFAULT_TABLE, _table, (
     "DynamoDB table of the writers' DynamoDBBasedLockProvider lock; created (hash key 'key', type S) when missing, "
     "as Hudi creates it."))
-PARTITION_KEY = Key(PARTITION_KEY_KEY, None, optional_text, (
-    f"The lock item's key; unset = {TABLE_NAME_KEY} (from the properties, else the table's hoodie.properties), as "
+PARTITION_KEY = Key(_PREFIX + "partition_key", None, optional_text, (
+    f"The lock item's key; unset = {TABLE_NAME.name} (from the properties, else the table's hoodie.properties), as "
     "Hudi infers it. Ignored by DynamoDBBasedImplicitPartitionKeyLockProvider, whose key is the XXHash64 of the "
     "base path (s3a:// read as s3://)."))
-REGION = Key(REGION_KEY, DEFAULT_REGION, _region, "Region of the lock table.", env=("AWS_REGION",))
-ENDPOINT = Key(ENDPOINT_KEY, None, _endpoint, (
+REGION = Key(_PREFIX + "region", DEFAULT_REGION, _region, "Region of the lock table.", env=("AWS_REGION",))
+ENDPOINT = Key(_PREFIX + "endpoint_url", None, _endpoint, (
     "DynamoDB endpoint (a value without http:// or https:// gets https://); unset = AWS_ENDPOINT_URL_DYNAMODB, "
     "AWS_ENDPOINT_URL, else AWS's endpoint of the region."))
-BILLING_MODE = Key(BILLING_MODE_KEY, DEFAULT_BILLING_MODE, _billing_mode, (
+BILLING_MODE = Key(_PREFIX + "billing_mode", DEFAULT_BILLING_MODE, _billing_mode, (
     "Billing mode of a lock table the daemon creates: PAY_PER_REQUEST or PROVISIONED."))
-READ_CAPACITY = Key(READ_CAPACITY_KEY, str(DEFAULT_READ_CAPACITY), at_least(java_long, 1),
+READ_CAPACITY = Key(_PREFIX + "read_capacity", str(DEFAULT_READ_CAPACITY), at_least(java_long, 1),
                     "Read capacity of a PROVISIONED lock table it creates.")
-WRITE_CAPACITY = Key(WRITE_CAPACITY_KEY, str(DEFAULT_WRITE_CAPACITY), at_least(java_long, 1),
+WRITE_CAPACITY = Key(_PREFIX + "write_capacity", str(DEFAULT_WRITE_CAPACITY), at_least(java_long, 1),
                      "Write capacity of a PROVISIONED lock table it creates.")
-CREATION_TIMEOUT = Key(CREATION_TIMEOUT_KEY, str(DEFAULT_CREATION_TIMEOUT_MS), at_least(java_int, 0),
+CREATION_TIMEOUT = Key(_PREFIX + "table_creation_timeout", str(DEFAULT_CREATION_TIMEOUT_MS), at_least(java_int, 0),
                        "Milliseconds to wait for a created lock table to become ACTIVE.")
-LEASE = Key(WAIT_TIME_KEY, str(DEFAULT_LEASE_MS), at_least(java_long, MIN_LEASE_MS), (
+LEASE = Key("hoodie.write.lock.wait_time_ms", str(DEFAULT_LEASE_MS), at_least(java_long, MIN_LEASE_MS), (
     "With a DynamoDB lock: the lease in milliseconds written into the lock item (renewed every third of it), as "
     f"Hudi's writers use it; at least {MIN_LEASE_MS}."))
 DYNAMODB_KEYS = (TABLE, PARTITION_KEY, REGION, ENDPOINT, BILLING_MODE, READ_CAPACITY, WRITE_CAPACITY,
@@ -220,18 +209,19 @@ def dynamodb_lock_config(props: Mapping[str, str], *, implicit: bool = False,
     if not implicit:
         partition_key = reader.get(PARTITION_KEY)
         if reader.is_set(PARTITION_KEY) and not partition_key:
-            reader.problems.append(f"{PARTITION_KEY_KEY}: must not be empty (unset, it is {TABLE_NAME_KEY}), got ''")
+            reader.problems.append(f"{PARTITION_KEY.name}: must not be empty (unset, it is {TABLE_NAME.name}), "
+                                   "got ''")
         partition_key = partition_key or reader.get(TABLE_NAME)
     known = len(reader.problems)
     endpoint = reader.get(ENDPOINT)
     if endpoint is None and reader.is_set(ENDPOINT) and len(reader.problems) == known:  # set to ""
-        reader.problems.append(f"{ENDPOINT_KEY}: {_URL_WANTED}, got ''")
+        reader.problems.append(f"{ENDPOINT.name}: {_URL_WANTED}, got ''")
     region = reader.parsed(REGION)
     has_endpoint = endpoint is not None or any(env.get(v, "").strip() for v in
                                                ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"))
     if region is not None and not has_endpoint and region not in known_regions():
-        where = (reader.lookup(REGION) or (REGION_KEY, ""))[0]
-        reader.problems.append(f"{where}: must be a region DynamoDB is known in (set {ENDPOINT_KEY} to use "
+        where = (reader.lookup(REGION) or (REGION.name, ""))[0]
+        reader.problems.append(f"{where}: must be a region DynamoDB is known in (set {ENDPOINT.name} to use "
                                f"another one), got {region!r}")
     billing = reader.get(BILLING_MODE)
     read, write = DEFAULT_READ_CAPACITY, DEFAULT_WRITE_CAPACITY
@@ -252,9 +242,10 @@ def partition_key(config: DynamoDBLockConfig, storage: Storage | None) -> str:
     if config.implicit:
         base = config.base_path or (storage.base_uri if storage is not None else None)
         if not base:
-            raise LockError(f"{BASE_PATH_KEY}: the base path is needed to derive the DynamoDB lock's partition key")
+            raise LockError(f"{TABLE_BASE_PATH.name}: the base path is needed to derive the DynamoDB lock's "
+                            "partition key")
         return implicit_partition_key(base)
-    return table_name(config.partition_key, storage, instead_of=PARTITION_KEY_KEY)
+    return table_name(config.partition_key, storage, instead_of=PARTITION_KEY.name)
 
 
 __all__ = [

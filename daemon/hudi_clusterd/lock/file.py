@@ -58,8 +58,6 @@ LOCK_FILE = ".hoodie/lock"
 AUX_LOCK_FILE = ".hoodie/.aux/lock"
 AUX_EXPIRE_S = 60.0
 """Hudi's utilities and SQL procedures lock ``.hoodie/.aux/lock`` with ``hoodie.write.lock.filesystem.expire=1``."""
-PATH_KEY = "hoodie.write.lock.filesystem.path"
-EXPIRE_KEY = "hoodie.write.lock.filesystem.expire"
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_STALE_S = 120.0
 HOLDER = "hudi-clusterd"
@@ -92,10 +90,10 @@ def _lock_folder(raw: str) -> str | None:
     raise ValueError(f"must be an absolute path or a URI (a folder holding the lock file), got {raw!r}")
 
 
-PATH = Key(PATH_KEY, None, _lock_folder, (
+PATH = Key("hoodie.write.lock.filesystem.path", None, _lock_folder, (
     "Folder of the writers' FileSystemBasedLockProvider lock file (absolute path or URI); unset = the table's "
     ".hoodie. The daemon holds <folder>/lock and .hoodie/.aux/lock."))
-EXPIRE = Key(EXPIRE_KEY, "0", at_least(java_int, 0), (
+EXPIRE = Key("hoodie.write.lock.filesystem.expire", "0", at_least(java_int, 0), (
     "Minutes after which the writers treat a lock file nobody refreshed as dead (0 = never, Hudi's default); the "
     "daemon takes over a Hudi writer's lock file only after this."))
 FILE_LOCK_KEYS = (PATH, EXPIRE)

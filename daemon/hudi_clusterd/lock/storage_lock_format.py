@@ -27,11 +27,10 @@ __all__ = [
     "DEFAULT_VALIDITY_S",
     "LOCKS_FOLDER",
     "LOCK_FILE",
-    "RENEW_ALT_KEY",
-    "RENEW_KEY",
+    "RENEW",
     "STORAGE_LOCK_KEYS",
     "STORAGE_PROVIDER",
-    "VALIDITY_KEY",
+    "VALIDITY",
     "LockData",
     "StorageLockTimes",
     "storage_lock_times",
@@ -45,21 +44,18 @@ LOCK_FILE = f"{LOCKS_FOLDER}/table_lock.json"
 CLOCK_DRIFT_S = 0.5
 """How long past ``validUntil`` a lock still counts as held (Hudi's ``CLOCK_DRIFT_BUFFER_MS``)."""
 
-VALIDITY_KEY = "hoodie.write.lock.storage.validity.timeout.secs"
-RENEW_KEY = "hoodie.write.lock.storage.renew.interval.secs"
-RENEW_ALT_KEY = "hoodie.write.lock.storage.heartbeat.poll.secs"
 DEFAULT_VALIDITY_S = 300
 DEFAULT_RENEW_S = 30
 MIN_VALIDITY_S = 10
 MIN_RENEW_S = 1
 VALIDITY_PER_RENEW = 10
 
-VALIDITY = Key(VALIDITY_KEY, str(DEFAULT_VALIDITY_S), java_long, (
+VALIDITY = Key("hoodie.write.lock.storage.validity.timeout.secs", str(DEFAULT_VALIDITY_S), java_long, (
     "Seconds one write of a StorageBasedLockProvider lock (.hoodie/.locks/table_lock.json) holds it (at least "
     f"{MIN_VALIDITY_S}, and at least {VALIDITY_PER_RENEW} renew intervals); the daemon's leases last as long."))
-RENEW = Key(RENEW_KEY, str(DEFAULT_RENEW_S), java_long, (
+RENEW = Key("hoodie.write.lock.storage.renew.interval.secs", str(DEFAULT_RENEW_S), java_long, (
     f"Seconds between two renewals of a StorageBasedLockProvider lock (at least {MIN_RENEW_S})."),
-    aliases=(RENEW_ALT_KEY,))
+    aliases=("hoodie.write.lock.storage.heartbeat.poll.secs",))
 STORAGE_LOCK_KEYS = (VALIDITY, RENEW)
 """The keys of the storage lock, for the reference."""
 
@@ -119,14 +115,14 @@ def storage_lock_times(props: Mapping[str, str]) -> tuple[StorageLockTimes | Non
     (``<key>: must be ..., got ...``), checked as Hudi checks them."""
     reader = KeyReader(props)
     validity, renew = reader.parsed(VALIDITY), reader.parsed(RENEW)
-    renew_key = (reader.lookup(RENEW) or (RENEW_KEY, ""))[0]
+    renew_key = (reader.lookup(RENEW) or (RENEW.name, ""))[0]
     problems = reader.problems
     if validity is not None and validity < MIN_VALIDITY_S:
-        problems.append(f"{VALIDITY_KEY}: must be at least {MIN_VALIDITY_S} seconds, got {validity}")
+        problems.append(f"{VALIDITY.name}: must be at least {MIN_VALIDITY_S} seconds, got {validity}")
     if renew is not None and renew < MIN_RENEW_S:
         problems.append(f"{renew_key}: must be at least {MIN_RENEW_S} second, got {renew}")
     if validity is not None and renew is not None and validity < VALIDITY_PER_RENEW * renew:
-        problems.append(f"{VALIDITY_KEY}: must be at least {VALIDITY_PER_RENEW} times {renew_key} ({renew}), got "
+        problems.append(f"{VALIDITY.name}: must be at least {VALIDITY_PER_RENEW} times {renew_key} ({renew}), got "
                         f"{validity}")
     if problems or validity is None or renew is None:
         return None, problems

@@ -38,7 +38,7 @@ from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock.provider import LocalMutexes
 from hudi_clusterd.lock.table_keys import table_name
 from hudi_clusterd.lock.usage import LockStats
-from hudi_clusterd.lock.zookeeper_options import LOCK_KEY_KEY, ZooKeeperOptions, path_problem
+from hudi_clusterd.lock.zookeeper_options import LOCK_KEY, ZooKeeperOptions, path_problem
 from hudi_clusterd.storage import Storage
 
 log = structlog.get_logger(__name__)
@@ -178,7 +178,7 @@ class ZooKeeperLockProvider:
         return "" if self.storage is None else self.storage.full_path()
 
     def _table_name(self) -> str:
-        return table_name(None, self.storage, instead_of=LOCK_KEY_KEY)
+        return table_name(None, self.storage, instead_of=LOCK_KEY.name)
 
 
 class ZooKeeperLease:

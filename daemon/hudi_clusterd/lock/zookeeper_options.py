@@ -26,18 +26,6 @@ log = structlog.get_logger(__name__)
 ZOOKEEPER_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
 IMPLICIT_ZOOKEEPER_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedImplicitBasePathLockProvider"
 
-URL_KEY = "hoodie.write.lock.zookeeper.url"
-PORT_KEY = "hoodie.write.lock.zookeeper.port"
-BASE_PATH_KEY = "hoodie.write.lock.zookeeper.base_path"
-LOCK_KEY_KEY = "hoodie.write.lock.zookeeper.lock_key"
-SESSION_TIMEOUT_KEY = "hoodie.write.lock.zookeeper.session_timeout_ms"
-CONNECTION_TIMEOUT_KEY = "hoodie.write.lock.zookeeper.connection_timeout_ms"
-NUM_RETRIES_KEY = "hoodie.write.lock.num_retries"
-RETRY_WAIT_KEY = "hoodie.write.lock.wait_time_ms_between_retry"
-RETRY_MAX_WAIT_KEY = "hoodie.write.lock.max_wait_time_ms_between_retry"
-APP_ID_KEY = "hoodie.write.lock.app_id"
-TABLE_NAME_KEY = TABLE_NAME.name
-TABLE_BASE_PATH_KEY = TABLE_BASE_PATH.name
 
 IMPLICIT_ROOT = "/tmp/"
 IMPLICIT_LOCK_KEY = "lock_key"
@@ -67,30 +55,30 @@ def _app_id(raw: str) -> str:
     return raw.strip() or DEFAULT_APP_ID
 
 
-URL = Key(URL_KEY, None, _connect_string, (
+URL = Key("hoodie.write.lock.zookeeper.url", None, _connect_string, (
     "ZooKeeper lock: the writers' connect string, host:port[,host:port][/chroot], used as is (required)."))
-PORT = Key(PORT_KEY, None, optional_text, (
-    f"Ignored by Apache Hudi and by the daemon (a warning says so): put the port in {URL_KEY}."))
-BASE_PATH = Key(BASE_PATH_KEY, None, _text, (
+PORT = Key("hoodie.write.lock.zookeeper.port", None, optional_text, (
+    f"Ignored by Apache Hudi and by the daemon (a warning says so): put the port in {URL.name}."))
+BASE_PATH = Key("hoodie.write.lock.zookeeper.base_path", None, _text, (
     "ZookeeperBasedLockProvider: the ZooKeeper path under which the writers lock (required); the lock is "
     "<base_path>/<lock_key>."))
-LOCK_KEY = Key(LOCK_KEY_KEY, None, optional_text, (
-    f"ZookeeperBasedLockProvider: the lock's name under the base path; unset = {TABLE_NAME_KEY} (from the "
+LOCK_KEY = Key("hoodie.write.lock.zookeeper.lock_key", None, optional_text, (
+    f"ZookeeperBasedLockProvider: the lock's name under the base path; unset = {TABLE_NAME.name} (from the "
     "daemon's keys, else the table's hoodie.properties), as Hudi infers it."))
-SESSION_TIMEOUT = Key(SESSION_TIMEOUT_KEY, "60000", at_least(java_int, 1), (
+SESSION_TIMEOUT = Key("hoodie.write.lock.zookeeper.session_timeout_ms", "60000", at_least(java_int, 1), (
     "ZooKeeper lock: session timeout asked of the server (it caps it); the daemon's lock node disappears this "
     "long after its connection is lost."), "session_timeout_ms")
-CONNECTION_TIMEOUT = Key(CONNECTION_TIMEOUT_KEY, "15000", at_least(java_int, 1), (
+CONNECTION_TIMEOUT = Key("hoodie.write.lock.zookeeper.connection_timeout_ms", "15000", at_least(java_int, 1), (
     "ZooKeeper lock: how long to wait for a connection when taking the lock before giving up for this round."),
     "connection_timeout_ms")
-NUM_RETRIES = Key(NUM_RETRIES_KEY, "15", at_least(java_int, 0), (
+NUM_RETRIES = Key("hoodie.write.lock.num_retries", "15", at_least(java_int, 0), (
     "ZooKeeper lock: how often a lost connection is retried (bounded exponential backoff, as Hudi's Curator "
     "client)."), "num_retries")
-RETRY_WAIT = Key(RETRY_WAIT_KEY, "1000", at_least(java_int, 1), (
+RETRY_WAIT = Key("hoodie.write.lock.wait_time_ms_between_retry", "1000", at_least(java_int, 1), (
     "ZooKeeper lock: first wait between connection retries, in milliseconds."), "retry_wait_ms")
-RETRY_MAX_WAIT = Key(RETRY_MAX_WAIT_KEY, "16000", at_least(java_int, 1), (
+RETRY_MAX_WAIT = Key("hoodie.write.lock.max_wait_time_ms_between_retry", "16000", at_least(java_int, 1), (
     "ZooKeeper lock: longest wait between connection retries, in milliseconds."), "retry_max_wait_ms")
-APP_ID = Key(APP_ID_KEY, DEFAULT_APP_ID, _app_id, (
+APP_ID = Key("hoodie.write.lock.app_id", DEFAULT_APP_ID, _app_id, (
     "ZooKeeper lock: written into the daemon's lock node as application_id=<value>, as Hudi 1.x writers write "
     "theirs."), "app_id")
 _SETTINGS = (SESSION_TIMEOUT, CONNECTION_TIMEOUT, NUM_RETRIES, RETRY_WAIT, RETRY_MAX_WAIT, APP_ID)
@@ -154,17 +142,17 @@ def _read(props: Mapping[str, str], implicit: bool) -> tuple[KeyReader, dict[str
     url = reader.parsed(URL)
     values: dict[str, Any] = {"connect": url or ""}
     if url == "":
-        reader.problems.append(f"{URL_KEY}: must be set (the ZooKeeper connect string host:port[,host:port], "
+        reader.problems.append(f"{URL.name}: must be set (the ZooKeeper connect string host:port[,host:port], "
                                "as the table's writers set it)")
     if not implicit:
         base, lock_key = reader.get(BASE_PATH), reader.get(LOCK_KEY) or reader.get(TABLE_NAME)
         if not base:
-            reader.problems.append(f"{BASE_PATH_KEY}: must be set (the ZooKeeper path under which the writers "
+            reader.problems.append(f"{BASE_PATH.name}: must be set (the ZooKeeper path under which the writers "
                                    "lock, e.g. /hudi/locks)")
         elif (why := path_problem(base if lock_key is None else f"{base}/{lock_key}")) is not None:
             shown = (f"{base!r}" if lock_key is None else
                      f"{base!r} with lock key {lock_key!r} (lock path {base}/{lock_key})")
-            reader.problems.append(f"{BASE_PATH_KEY}: {why} (a ZooKeeper path), got {shown}")
+            reader.problems.append(f"{BASE_PATH.name}: {why} (a ZooKeeper path), got {shown}")
         values["base_path"], values["lock_key"] = base, lock_key
     values.update(reader.get_all(_SETTINGS))
     return reader, values
@@ -191,8 +179,8 @@ def zookeeper_options(props: Mapping[str, str], *, implicit: bool = False, table
     if implicit:
         table_path = reader.get(TABLE_BASE_PATH) or table_base_uri
         values["base_path"], values["lock_key"] = implicit_base_path(table_path), IMPLICIT_LOCK_KEY
-        ignored = [name for name, value in ((BASE_PATH_KEY, reader.get(BASE_PATH)),
-                                            (LOCK_KEY_KEY, reader.get(LOCK_KEY))) if value]
+        ignored = [name for name, value in ((BASE_PATH.name, reader.get(BASE_PATH)),
+                                            (LOCK_KEY.name, reader.get(LOCK_KEY))) if value]
         if ignored:
             log.warning("keys ignored by the implicit ZooKeeper lock provider (Apache Hudi ignores them too)",
                         keys=ignored)
@@ -202,8 +190,8 @@ def zookeeper_options(props: Mapping[str, str], *, implicit: bool = False, table
 
 
 __all__ = [
-    "APP_ID_KEY", "BASE_PATH_KEY", "CONNECTION_TIMEOUT_KEY", "IMPLICIT_LOCK_KEY", "IMPLICIT_ZOOKEEPER_PROVIDER",
-    "LOCK_KEY_KEY", "NUM_RETRIES_KEY", "PORT_KEY", "RETRY_MAX_WAIT_KEY", "RETRY_WAIT_KEY", "SESSION_TIMEOUT_KEY",
-    "TABLE_BASE_PATH_KEY", "TABLE_NAME_KEY", "URL_KEY", "ZOOKEEPER_KEYS", "ZOOKEEPER_PROVIDER", "ZooKeeperOptions",
+    "APP_ID", "BASE_PATH", "CONNECTION_TIMEOUT", "IMPLICIT_LOCK_KEY", "IMPLICIT_ZOOKEEPER_PROVIDER",
+    "LOCK_KEY", "NUM_RETRIES", "PORT", "RETRY_MAX_WAIT", "RETRY_WAIT", "SESSION_TIMEOUT",
+    "URL", "ZOOKEEPER_KEYS", "ZOOKEEPER_PROVIDER", "ZooKeeperOptions",
     "implicit_base_path", "path_problem", "zookeeper_options", "zookeeper_problems",
 ]
