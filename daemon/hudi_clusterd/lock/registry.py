@@ -89,20 +89,12 @@ class Registration:
     build: _Build
 
 
-def _file_system_problems(props: Mapping[str, str]) -> list[str]:
-    return file_lock_options(props)[1]
-
-
 def _file_system(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
                  mutexes: LocalMutexes | None) -> LockProvider:
     options, problems = file_lock_options(props, timeout_s=timeout_s, stale_s=stale_s)
     if options is None:
         raise ConfigError("invalid table lock settings", problems)
     return FileSystemLockProvider(storage, options, mutexes=mutexes)
-
-
-def _storage_problems(props: Mapping[str, str]) -> list[str]:
-    return storage_lock_times(props)[1]
 
 
 def _storage(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
@@ -112,12 +104,6 @@ def _storage(props: Mapping[str, str], storage: Storage, *, timeout_s: float, st
         raise ConfigError("invalid table lock settings", problems)
     return StorageLockProvider(storage, validity_s=times.validity_s, renew_interval_s=times.renew_interval_s,
                                timeout_s=timeout_s, mutexes=mutexes)
-def _zookeeper_problems(props: Mapping[str, str]) -> list[str]:
-    return zookeeper_problems(props)
-
-
-def _implicit_zookeeper_problems(props: Mapping[str, str]) -> list[str]:
-    return zookeeper_problems(props, implicit=True)
 
 
 def _zookeeper_builder(implicit: bool) -> _Build:
@@ -135,14 +121,6 @@ def _zookeeper_builder(implicit: bool) -> _Build:
     return build
 
 
-def _dynamodb_problems(props: Mapping[str, str]) -> list[str]:
-    return dynamodb_lock_config(props)[1]
-
-
-def _implicit_dynamodb_problems(props: Mapping[str, str]) -> list[str]:
-    return dynamodb_lock_config(props, implicit=True)[1]
-
-
 def _dynamodb_builder(implicit: bool) -> _Build:
     def build(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
               mutexes: LocalMutexes | None) -> LockProvider:
@@ -158,12 +136,14 @@ def _dynamodb_builder(implicit: bool) -> _Build:
 
 
 PROVIDERS: Mapping[str, Registration] = MappingProxyType({
-    FILE_SYSTEM_PROVIDER: Registration(_file_system_problems, _file_system),
-    STORAGE_PROVIDER: Registration(_storage_problems, _storage),
-    ZOOKEEPER_PROVIDER: Registration(_zookeeper_problems, _zookeeper_builder(implicit=False)),
-    IMPLICIT_ZOOKEEPER_PROVIDER: Registration(_implicit_zookeeper_problems, _zookeeper_builder(implicit=True)),
-    DYNAMODB_PROVIDER: Registration(_dynamodb_problems, _dynamodb_builder(implicit=False)),
-    DYNAMODB_IMPLICIT_PROVIDER: Registration(_implicit_dynamodb_problems, _dynamodb_builder(implicit=True)),
+    FILE_SYSTEM_PROVIDER: Registration(lambda props: file_lock_options(props)[1], _file_system),
+    STORAGE_PROVIDER: Registration(lambda props: storage_lock_times(props)[1], _storage),
+    ZOOKEEPER_PROVIDER: Registration(zookeeper_problems, _zookeeper_builder(implicit=False)),
+    IMPLICIT_ZOOKEEPER_PROVIDER: Registration(lambda props: zookeeper_problems(props, implicit=True),
+                                              _zookeeper_builder(implicit=True)),
+    DYNAMODB_PROVIDER: Registration(lambda props: dynamodb_lock_config(props)[1], _dynamodb_builder(implicit=False)),
+    DYNAMODB_IMPLICIT_PROVIDER: Registration(lambda props: dynamodb_lock_config(props, implicit=True)[1],
+                                             _dynamodb_builder(implicit=True)),
 })
 """Hudi's lock provider class name -> the daemon's implementation of that lock."""
 PROVIDER = Key(PROVIDER_KEY, None, optional_text, (
