@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from hudi_clusterd.domain.keys import Key, reference_rows
+from hudi_clusterd.domain.values import csv
 
 _LOG_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "WARNING",
                "ERROR": "ERROR", "CRITICAL": "CRITICAL"}  # fmt: skip
@@ -127,8 +128,9 @@ _DAEMON_KEYS: tuple[Key[Any], ...] = (
         "at once: a writer may then fail its commit on the clustering (and retry); no data is lost either way.")),
 )  # fmt: skip
 DAEMON_KEYS: dict[str, Key[Any]] = {key.name: key for key in _DAEMON_KEYS}
+"""The daemon's keys of one value each, by name (``field``: the `Settings` attribute each fills)."""
+TABLES = Key("clusterd.tables", None, csv, "Comma-separated names of the tables to serve.")
 _PATTERN_KEYS: tuple[tuple[str, str | None, str], ...] = (
-    ("clusterd.tables", None, "Comma-separated names of the tables to serve."),
     ("clusterd.table.<name>.base.path", None,
      "Base path of table <name> (a local path or a URI); relative paths are relative to the settings file."),
     ("clusterd.table.<name>.hoodie.<key>", None, "Overrides the default hoodie.<key> for table <name> only."),
@@ -138,6 +140,6 @@ _PATTERN_KEYS: tuple[tuple[str, str | None, str], ...] = (
 
 def settings_reference() -> list[tuple[str, str | None, str]]:
     """``(key, default, description)`` for every ``clusterd.*`` key (``None`` = no default)."""
-    rows = list(_PATTERN_KEYS)
+    rows = [TABLES.reference(), *_PATTERN_KEYS]
     rows.extend(reference_rows(DAEMON_KEYS.values()))
     return rows
