@@ -47,6 +47,6 @@ def test_without_a_name_the_error_names_the_key_it_stands_in_for(tmp_path: Path)
     with pytest.raises(LockError, match=r"hoodie\.properties: no hoodie\.table\.name, so the lock's name cannot be "
                                         r"inferred; set hoodie\.write\.lock\.dynamodb\.partition_key"):
         table_name(None, storage, instead_of="hoodie.write.lock.dynamodb.partition_key")
-    with pytest.raises(LockError, match="no table to read hoodie.table.name from"):
+    with pytest.raises(LockError, match=r"no table to read hoodie\.table\.name from"):
         table_name(None, None, instead_of="x")
     assert table_name("given", None, instead_of="x") == "given"
