@@ -44,12 +44,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hudi_clusterd.domain.keys import KeyReader
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError
 from hudi_clusterd.formats.java_properties import parse_properties_document
 from hudi_clusterd.lock.base_path_id import s3a_to_s3
 from hudi_clusterd.lock.registry import lock_problems, lock_properties
-from hudi_clusterd.settings_keys import DAEMON_KEYS, LogFormat, ObjectStoreReader, WatchMode, settings_reference
+from hudi_clusterd.settings_keys import DAEMON_KEYS, TABLES, LogFormat, ObjectStoreReader, WatchMode, settings_reference
 
 __all__ = [
     "LogFormat",
@@ -175,20 +176,15 @@ def settings_from_properties(
         if not key.startswith(("hoodie.", _PREFIX)):
             warnings.append(f"{key}: neither a hoodie.* nor a clusterd.* key; ignored")
 
-    values: dict[str, Any] = {}
-    for key, spec in DAEMON_KEYS.items():
-        raw = merged.get(key, spec.default)
-        try:
-            values[spec.field] = spec.parse(raw)
-        except ValueError as exc:
-            problems.append(f"{key}: {exc}")
-            values[spec.field] = spec.parse(spec.default)
+    reader = KeyReader(merged)
+    values: dict[str, Any] = reader.get_all(DAEMON_KEYS.values())
+    problems.extend(reader.problems)
 
     spark_conf: list[tuple[str, str]] = []
     table_paths: dict[str, tuple[str, bool]] = {}
     table_overrides: dict[str, dict[str, str]] = {}
     for key, value in merged.items():
-        if not key.startswith(_PREFIX) or key in DAEMON_KEYS or key == "clusterd.tables":
+        if not key.startswith(_PREFIX) or key in DAEMON_KEYS or key == TABLES.name:
             continue
         if key.startswith(_SPARK_CONF_PREFIX) and len(key) > len(_SPARK_CONF_PREFIX):
             spark_conf.append((key[len(_SPARK_CONF_PREFIX) :], value.strip()))
@@ -216,7 +212,8 @@ def settings_from_properties(
     default_lock_problems = lock_problems(hoodie)
     problems.extend(f"hoodie.* defaults: {p}" for p in default_lock_problems)
 
-    names = [n.strip() for n in merged.get("clusterd.tables", "").split(",") if n.strip()]
+    listed: tuple[str, ...] = reader.get(TABLES)
+    names = list(listed)
     tables: list[TableSpec] = []
     for name in _check_names(names, problems):
         policy = default_policy
@@ -309,6 +306,6 @@ def _path_identity(base_path: str) -> str:
 
 
 def _did_you_mean(key: str) -> str:
-    candidates = [*DAEMON_KEYS, "clusterd.tables"]
+    candidates = [*DAEMON_KEYS, TABLES.name]
     near = difflib.get_close_matches(key, candidates, n=1, cutoff=0.8)
     return f" (did you mean {near[0]}?)" if near else ""

@@ -1,13 +1,16 @@
-"""The daemon's own ``clusterd.*`` keys: their defaults, parsers and reference text (see ``hudi_clusterd.settings``)."""
+"""The daemon's own ``clusterd.*`` keys (:class:`~hudi_clusterd.domain.keys.Key`: default, parser, reference text and
+the `Settings` attribute each fills; see ``hudi_clusterd.settings``)."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from hudi_clusterd.domain.keys import Key, reference_rows
+from hudi_clusterd.domain.values import csv
 
 _LOG_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "WARNING",
                "ERROR": "ERROR", "CRITICAL": "CRITICAL"}  # fmt: skip
@@ -94,52 +97,40 @@ def _enum(enum: type[StrEnum]) -> Callable[[str], Any]:
     return parse
 
 
-@dataclass(frozen=True, slots=True)
-class DaemonKey:
-    field: str
-    default: str
-    parse: Callable[[str], Any]
-    description: str
-
-
-DAEMON_KEYS: dict[str, DaemonKey] = {
-    "clusterd.metrics.address": DaemonKey(
-        "metrics_address", "127.0.0.1:9464", _metrics_address,
+_DAEMON_KEYS: tuple[Key[Any], ...] = (
+    Key("clusterd.metrics.address", "127.0.0.1:9464", _metrics_address, field="metrics_address", description=(
         "host:port of the Prometheus /metrics endpoint ([ipv6]:port accepted; port 0 picks a free one); "
-        "off disables it."),
-    "clusterd.spark.master": DaemonKey("spark_master", "local[*]", _non_empty, "Spark master URL."),
-    "clusterd.spark.object.store.reader": DaemonKey(
-        "object_store_reader", "python", _enum(ObjectStoreReader),
+        "off disables it.")),
+    Key("clusterd.spark.master", "local[*]", _non_empty, field="spark_master", description="Spark master URL."),
+    Key("clusterd.spark.object.store.reader", "python", _enum(ObjectStoreReader), field="object_store_reader",
+        description=(
         "Who reads a clustering group's files on S3: python (Spark's Python workers, through the daemon's own "
         "object-store client; nothing to install) or s3a (Spark's Parquet reader through Hadoop's S3A connector, "
-        "fetched by python -m hudi_clusterd.engine.s3a and put on Spark's class path). GCS and Azure: always python."),
-    "clusterd.poll.interval.seconds": DaemonKey(
-        "poll_interval_seconds", "10", _positive_seconds,
-        "Seconds between full timeline checks of every table (the safety net under file-system events)."),
-    "clusterd.watch.mode": DaemonKey(
-        "watch_mode", "events", _enum(WatchMode),
-        "events (file-system events plus the periodic check) or polling (the periodic check only)."),
-    "clusterd.shutdown.grace.seconds": DaemonKey(
-        "shutdown_grace_seconds", "60", _non_negative_seconds,
-        "On the first SIGTERM/SIGINT, how long running clustering groups may take to finish."),
-    "clusterd.log.level": DaemonKey("log_level", "INFO", _log_level, "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
-    "clusterd.log.format": DaemonKey(
-        "log_format", "auto", _enum(LogFormat), "auto (console on a terminal, JSON otherwise), json or console."),
-    "clusterd.lock.timeout.seconds": DaemonKey(
-        "lock_timeout_seconds", "60", _non_negative_seconds,
-        "How long to wait for a table lock before giving up for this round."),
-    "clusterd.lock.stale.seconds": DaemonKey(
-        "lock_stale_seconds", "120", _positive_seconds,
+        "fetched by python -m hudi_clusterd.engine.s3a and put on Spark's class path). GCS and Azure: always python.")),
+    Key("clusterd.poll.interval.seconds", "10", _positive_seconds, field="poll_interval_seconds", description=(
+        "Seconds between full timeline checks of every table (the safety net under file-system events).")),
+    Key("clusterd.watch.mode", "events", _enum(WatchMode), field="watch_mode", description=(
+        "events (file-system events plus the periodic check) or polling (the periodic check only).")),
+    Key("clusterd.shutdown.grace.seconds", "60", _non_negative_seconds, field="shutdown_grace_seconds", description=(
+        "On the first SIGTERM/SIGINT, how long running clustering groups may take to finish.")),
+    Key("clusterd.log.level", "INFO", _log_level, field="log_level",
+        description="DEBUG, INFO, WARNING, ERROR or CRITICAL."),
+    Key("clusterd.log.format", "auto", _enum(LogFormat), field="log_format", description=(
+        "auto (console on a terminal, JSON otherwise), json or console.")),
+    Key("clusterd.lock.timeout.seconds", "60", _non_negative_seconds, field="lock_timeout_seconds", description=(
+        "How long to wait for a table lock before giving up for this round.")),
+    Key("clusterd.lock.stale.seconds", "120", _positive_seconds, field="lock_stale_seconds", description=(
         "A lock file of another hudi-clusterd process not refreshed for this long is taken over (its holder "
-        "died); Apache Hudi writers' lock files follow hoodie.write.lock.filesystem.expire instead."),
-    "clusterd.commit.wait.seconds": DaemonKey(
-        "commit_wait_seconds", "60", _non_negative_seconds,
+        "died); Apache Hudi writers' lock files follow hoodie.write.lock.filesystem.expire instead.")),
+    Key("clusterd.commit.wait.seconds", "60", _non_negative_seconds, field="commit_wait_seconds", description=(
         "How long, in all, a clustering's commit waits for the writers beside it: a write still only requested "
         "(its file groups not yet known) and, right after a write completed, the writer's next write. 0 commits "
-        "at once: a writer may then fail its commit on the clustering (and retry); no data is lost either way."),
-}  # fmt: skip
+        "at once: a writer may then fail its commit on the clustering (and retry); no data is lost either way.")),
+)  # fmt: skip
+DAEMON_KEYS: dict[str, Key[Any]] = {key.name: key for key in _DAEMON_KEYS}
+"""The daemon's keys of one value each, by name (``field``: the `Settings` attribute each fills)."""
+TABLES = Key("clusterd.tables", None, csv, "Comma-separated names of the tables to serve.")
 _PATTERN_KEYS: tuple[tuple[str, str | None, str], ...] = (
-    ("clusterd.tables", None, "Comma-separated names of the tables to serve."),
     ("clusterd.table.<name>.base.path", None,
      "Base path of table <name> (a local path or a URI); relative paths are relative to the settings file."),
     ("clusterd.table.<name>.hoodie.<key>", None, "Overrides the default hoodie.<key> for table <name> only."),
@@ -149,6 +140,6 @@ _PATTERN_KEYS: tuple[tuple[str, str | None, str], ...] = (
 
 def settings_reference() -> list[tuple[str, str | None, str]]:
     """``(key, default, description)`` for every ``clusterd.*`` key (``None`` = no default)."""
-    rows = list(_PATTERN_KEYS)
-    rows.extend((key, spec.default, spec.description) for key, spec in DAEMON_KEYS.items())
+    rows = [TABLES.reference(), *_PATTERN_KEYS]
+    rows.extend(reference_rows(DAEMON_KEYS.values()))
     return rows

@@ -36,11 +36,11 @@ from hudi_clusterd.lock import (
     LockOptions,
     LockProvider,
     StorageLockProvider,
-    ZooKeeperLease,
     lock_provider_from_properties,
 )
 from hudi_clusterd.lock.dynamodb import DynamoDBLockProvider
 from hudi_clusterd.lock.dynamodb_config import dynamodb_lock_config
+from hudi_clusterd.lock.zookeeper import ZooKeeperLease
 from hudi_clusterd.storage import MemoryStorage, ObjectStorage, Storage, StorageSpec, open_storage
 from tests.harness.zookeeper_locks import expire_session
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -433,3 +435,29 @@ def test_load_settings_s3a_and_s3_name_the_same_table(tmp_path: Path) -> None:
     text = ("clusterd.tables=a,b\nclusterd.table.a.base.path=s3a://bucket/events\n"
             "clusterd.table.b.base.path=s3://bucket/events/\n")
     assert load_problems(write(tmp_path, text)) == ["table b: base path s3://bucket/events is also table a"]
+
+
+_OPEN_A_LOCAL_TABLE = """
+import sys
+from hudi_clusterd.lock import lock_provider_from_properties
+from hudi_clusterd.settings import load_settings
+from hudi_clusterd.storage import open_storage, table_storage_spec
+
+settings, _ = load_settings(sys.argv[1])
+for table in settings.tables:
+    props = dict(table.lock_properties)
+    provider = lock_provider_from_properties(props, open_storage(table_storage_spec(table.base_path, props)))
+    print(type(provider).__name__)
+print(" ".join(sorted({name.split(".")[0] for name in sys.modules} & {"boto3", "botocore", "kazoo"})) or "none")
+"""
+
+
+def test_a_local_tables_settings_and_lock_import_no_cloud_client(tmp_path: Path) -> None:
+    """boto3, botocore and kazoo are imported for a table whose lock or storage needs them, never at start-up."""
+    props = tmp_path / "clusterd.properties"
+    props.write_text(f"clusterd.tables=t\nclusterd.table.t.base.path={tmp_path / 't'}\n"
+                     "hoodie.write.lock.zookeeper.url=zk:2181\n")  # another provider's keys: read, not used
+    (tmp_path / "t" / ".hoodie").mkdir(parents=True)
+    out = subprocess.run([sys.executable, "-c", _OPEN_A_LOCAL_TABLE, str(props)], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["FileSystemLockProvider", "none"]

@@ -55,7 +55,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spark-master", default="local[*]", help="Spark master (default: %(default)s)")
     p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Spark configuration (repeatable)")
-    p.add_argument("--commit-wait", type=_seconds, default=_seconds(COMMIT_WAIT.default), metavar="SECONDS",
+    p.add_argument("--commit-wait", type=_seconds, default=_seconds(COMMIT_WAIT.default or ""), metavar="SECONDS",
                    help="how long, in all, the commit waits for writers beside it (a write only requested, or the "
                         "next write right after one completed); 0 commits at once (default: %(default)s)")
     p.add_argument("--object-store-reader", choices=[r.value for r in ObjectStoreReader],

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from hudi_clusterd.domain.keys import KeyReader
 from hudi_clusterd.domain.plan import WorkOrder
 from hudi_clusterd.domain.policy_keys import (
     KEY_OF_FIELD,
@@ -24,7 +25,6 @@ from hudi_clusterd.domain.policy_keys import (
     SIZE_BASED,
     ClusteringKey,
     ExecutionStrategy,
-    KeySpec,
     PartitionFilterMode,
     PlanStrategy,
     java_string_order,
@@ -159,25 +159,23 @@ def parse_policy(props: Mapping[str, str], *, source: str) -> tuple[ClusteringPo
     bad_keys: set[str] = set()
     values: dict[str, Any] = {}
     forced_mode: PartitionFilterMode | None = None
+    reader = KeyReader(props)
     for key, spec in KEY_SPECS.items():
-        raw = _lookup(props, key, spec, warnings)
-        # Keys without a default parse "" as "unset" (None or an empty tuple).
-        text = (spec.default or "") if raw is None else raw
-        try:
-            value: Any = spec.parse(text)
-        except ValueError as exc:
-            problems.append(f"{key.value}: {exc}")
+        known = len(reader.problems)
+        value: Any = reader.get(spec)
+        if len(reader.problems) > known:
             bad_keys.add(key.value)
-            value = spec.parse(spec.default or "")
         if key is K.PLAN_STRATEGY_CLASS:
             value, forced_mode = value
             if forced_mode is not None:
                 warnings.append(
-                    f"{key.value}: {text.strip()} was removed from Hudi; using {SIZE_BASED.value} "
+                    f"{key.value}: {props[key.value].strip()} was removed from Hudi; using {SIZE_BASED.value} "
                     f"with {K.PARTITION_FILTER_MODE.value}={forced_mode.value}"
                 )
         if spec.field is not None:
             values[spec.field] = value
+    problems.extend(reader.problems)
+    warnings.extend(reader.warnings)
     if forced_mode is not None:
         explicit = values["partition_filter_mode"]
         if K.PARTITION_FILTER_MODE.value in props and explicit is not forced_mode:
@@ -193,18 +191,6 @@ def parse_policy(props: Mapping[str, str], *, source: str) -> tuple[ClusteringPo
         raise ConfigError(f"invalid clustering policy in {source}", problems)
     assert policy is not None
     return policy, warnings
-
-
-def _lookup(props: Mapping[str, str], key: ClusteringKey, spec: KeySpec, warnings: list[str]) -> str | None:
-    raw = props.get(key.value)
-    for alias in spec.aliases:
-        if alias not in props:
-            continue
-        if raw is None:
-            return props[alias]
-        if props[alias].strip() != raw.strip():
-            warnings.append(f"{alias}: alias of {key.value}, which is also set and wins")
-    return raw
 
 
 def _build(values: dict[str, Any], bad_keys: set[str], problems: list[str]) -> ClusteringPolicy | None:

@@ -12,11 +12,10 @@ mapped onto the built-in behaviours below, and any other class name is a configu
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any
 
+from hudi_clusterd.domain.keys import Key, reference_rows
 from hudi_clusterd.domain.row_order import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.domain.sort_columns import parse_sort_columns
 from hudi_clusterd.domain.values import (
@@ -54,7 +53,6 @@ __all__ = [
     "KEY_SPECS",
     "ClusteringKey",
     "ExecutionStrategy",
-    "KeySpec",
     "PartitionFilterMode",
     "PlanStrategy",
     "java_string_order",
@@ -233,115 +231,103 @@ def render_value(value: object) -> str:
     return str(value)
 
 
-@dataclass(frozen=True, slots=True)
-class KeySpec:
-    """How one key is read: its default (properties spelling), parser, description and policy attribute."""
-
-    default: str | None
-    parse: Callable[[str], Any]
-    description: str
-    field: str | None = None  # ClusteringPolicy attribute; None for keys the daemon ignores
-    minimum: int | None = None
-    aliases: tuple[str, ...] = ()
-
-
 K = ClusteringKey
 _DS = "hoodie.datasource.clustering."
 _WRITER_ONLY = "Writer-side; ignored by the daemon. Keep it false on writers the daemon serves."
 # fmt: off
-KEY_SPECS: dict[ClusteringKey, KeySpec] = {
-    K.PLAN_STRATEGY_CLASS: KeySpec(
+KEY_SPECS: dict[ClusteringKey, Key[Any]] = {
+    K.PLAN_STRATEGY_CLASS: Key(K.PLAN_STRATEGY_CLASS.value,
         PlanStrategy.SIZE_BASED.value, _plan_strategy,
         "Plan strategy: Spark/Java/Flink SizeBased (default) or SparkSingleFileSortPlanStrategy; the removed "
         "RecentDays/SelectedPartitions classes map to SizeBased plus the matching filter mode.",
         "plan_strategy"),
-    K.EXECUTION_STRATEGY_CLASS: KeySpec(
+    K.EXECUTION_STRATEGY_CLASS: Key(K.EXECUTION_STRATEGY_CLASS.value,
         ExecutionStrategy.SORT_AND_SIZE.value, _execution_strategy,
         "Execution strategy written into each plan: SparkSortAndSizeExecutionStrategy or "
         "SparkSingleFileSortExecutionStrategy (needs the single-file-sort plan strategy).",
         "execution_strategy"),
-    K.SMALL_FILE_LIMIT: KeySpec(
+    K.SMALL_FILE_LIMIT: Key(K.SMALL_FILE_LIMIT.value,
         "314572800", _long, "Only file slices whose base file is smaller than this many bytes are clustered.",
         "small_file_limit", 1),
-    K.TARGET_FILE_MAX_BYTES: KeySpec(
+    K.TARGET_FILE_MAX_BYTES: Key(K.TARGET_FILE_MAX_BYTES.value,
         "1073741824", _long,
         "Target size in bytes of each output file; a group writes ceil(bytes / target) files.",
         "target_file_max_bytes", 1),
-    K.MAX_BYTES_PER_GROUP: KeySpec(
+    K.MAX_BYTES_PER_GROUP: Key(K.MAX_BYTES_PER_GROUP.value,
         "2147483648", _long, "Cap on the input bytes of one clustering group.", "max_bytes_per_group", 1),
-    K.MAX_NUM_GROUPS: KeySpec(
+    K.MAX_NUM_GROUPS: Key(K.MAX_NUM_GROUPS.value,
         "30", _int, "Cap on the groups of one plan (per partition, then overall).", "max_num_groups", 1),
-    K.SORT_COLUMNS: KeySpec(
+    K.SORT_COLUMNS: Key(K.SORT_COLUMNS.value,
         None, parse_sort_columns, "Comma-separated top-level columns to sort by (distinct, not nested); without "
         "them rows keep no particular order.",
         "sort_columns"),
-    K.SINGLE_GROUP_CLUSTERING_ENABLED: KeySpec(
+    K.SINGLE_GROUP_CLUSTERING_ENABLED: Key(K.SINGLE_GROUP_CLUSTERING_ENABLED.value,
         "true", _bool, "When false, a partition's last group holding a single file slice is dropped.",
         "single_group_clustering_enabled"),
-    K.PARTITION_FILTER_MODE: KeySpec(
+    K.PARTITION_FILTER_MODE: Key(K.PARTITION_FILTER_MODE.value,
         PartitionFilterMode.NONE.value, _filter_mode,
         "Partition filter: NONE, RECENT_DAYS, SELECTED_PARTITIONS (begin..end) or DAY_ROLLING "
         "(one 24th of the partitions per hour).", "partition_filter_mode"),
-    K.DAYBASED_LOOKBACK_PARTITIONS: KeySpec(
+    K.DAYBASED_LOOKBACK_PARTITIONS: Key(K.DAYBASED_LOOKBACK_PARTITIONS.value,
         "2", _int, "RECENT_DAYS: how many of the newest partitions to cluster (all when <= 0).",
         "lookback_partitions"),
-    K.DAYBASED_SKIP_FROM_LATEST_PARTITIONS: KeySpec(
+    K.DAYBASED_SKIP_FROM_LATEST_PARTITIONS: Key(K.DAYBASED_SKIP_FROM_LATEST_PARTITIONS.value,
         "0", _int, "RECENT_DAYS: how many of the newest partitions to skip first.",
         "skip_from_latest_partitions", 0),
-    K.CLUSTER_BEGIN_PARTITION: KeySpec(
+    K.CLUSTER_BEGIN_PARTITION: Key(K.CLUSTER_BEGIN_PARTITION.value,
         None, _optional, "SELECTED_PARTITIONS: first partition, inclusive (string order); unset = open.",
         "begin_partition"),
-    K.CLUSTER_END_PARTITION: KeySpec(
+    K.CLUSTER_END_PARTITION: Key(K.CLUSTER_END_PARTITION.value,
         None, _optional, "SELECTED_PARTITIONS: last partition, inclusive (string order); unset = open.",
         "end_partition"),
-    K.PARTITION_REGEX_PATTERN: KeySpec(
+    K.PARTITION_REGEX_PATTERN: Key(K.PARTITION_REGEX_PATTERN.value,
         None, _regex, "Only partitions matching this regular expression in full are clustered (Python re syntax, "
         "which agrees with Java's for the usual patterns).",
         "partition_regex"),
-    K.PARTITION_SELECTED: KeySpec(
+    K.PARTITION_SELECTED: Key(K.PARTITION_SELECTED.value,
         None, _unique_csv, "Comma-separated partitions to cluster instead of listing the table (skips the "
         "regex; the filter mode still applies).", "selected_partitions"),
-    K.INLINE_MAX_COMMITS: KeySpec(
+    K.INLINE_MAX_COMMITS: Key(K.INLINE_MAX_COMMITS.value,
         "4", _int, "Commits after the last clustering before an inline writer schedules again.",
         "inline_max_commits", 0),
-    K.ASYNC_MAX_COMMITS: KeySpec(
+    K.ASYNC_MAX_COMMITS: Key(K.ASYNC_MAX_COMMITS.value,
         "4", _int, "Completed commits after the last clustering (completed or pending, as Hudi 0.15 counts) "
         "before the daemon schedules a new plan.",
         "async_max_commits", 0),
-    K.MAX_PARALLELISM: KeySpec(
+    K.MAX_PARALLELISM: Key(K.MAX_PARALLELISM.value,
         "15", _int, "Maximum clustering groups executed concurrently.", "max_parallelism", 1),
-    K.UPDATES_STRATEGY: KeySpec(
+    K.UPDATES_STRATEGY: Key(K.UPDATES_STRATEGY.value,
         KNOWN_UPDATE_STRATEGIES[0], _class_name,
         "How writers treat updates to file groups under clustering (SparkRejectUpdateStrategy rejects them, "
         "SparkAllowUpdateStrategy lets them through).", "updates_strategy"),
-    K.ROLLBACK_PENDING_ON_CONFLICT: KeySpec(
+    K.ROLLBACK_PENDING_ON_CONFLICT: Key(K.ROLLBACK_PENDING_ON_CONFLICT.value,
         "false", _bool, "With an allow-updates strategy, writers roll back pending clustering they conflict "
         "with.", "rollback_pending_on_conflict"),
-    K.LAYOUT_STRATEGY: KeySpec(
+    K.LAYOUT_STRATEGY: Key(K.LAYOUT_STRATEGY.value,
         "LINEAR", _layout, "Row order when sort columns are set: LINEAR, ZORDER (or z-order) or HILBERT.",
         "layout_strategy"),
-    K.CURVE_BUILD_METHOD: KeySpec(
+    K.CURVE_BUILD_METHOD: Key(K.CURVE_BUILD_METHOD.value,
         "DIRECT", _curve_method,
         "Z-order/Hilbert only: DIRECT (values as they are) or SAMPLE (sampled ranks).",
         "curve_build_method"),
-    K.CURVE_SAMPLE_SIZE: KeySpec(
+    K.CURVE_SAMPLE_SIZE: Key(K.CURVE_SAMPLE_SIZE.value,
         "200000", _int, "Rows sampled by the SAMPLE curve build method.", "curve_sample_size", 1),
-    K.PARQUET_MAX_FILE_SIZE: KeySpec(
+    K.PARQUET_MAX_FILE_SIZE: Key(K.PARQUET_MAX_FILE_SIZE.value,
         "125829120", _long, "Size assumed for a file slice without a base file when packing groups.",
         "parquet_max_file_size", 1),
-    K.BLOOM_FILTER_TYPE: KeySpec(
+    K.BLOOM_FILTER_TYPE: Key(K.BLOOM_FILTER_TYPE.value,
         "DYNAMIC_V0", _bloom_type, "Record-key bloom filter written into each output file's footer, as Hudi's "
         "BLOOM and GLOBAL_BLOOM indexes read it: DYNAMIC_V0 or SIMPLE.", "bloom_filter_type"),
-    K.BLOOM_NUM_ENTRIES: KeySpec(
+    K.BLOOM_NUM_ENTRIES: Key(K.BLOOM_NUM_ENTRIES.value,
         "60000", _int, "Keys per bloom filter (DYNAMIC_V0: per row of the filter, which grows by rows).",
         "bloom_num_entries", 1),
-    K.BLOOM_FPP: KeySpec(
+    K.BLOOM_FPP: Key(K.BLOOM_FPP.value,
         "0.000000001", _fraction, "False-positive rate the bloom filter is sized for.", "bloom_fpp"),
-    K.BLOOM_DYNAMIC_MAX_ENTRIES: KeySpec(
+    K.BLOOM_DYNAMIC_MAX_ENTRIES: Key(K.BLOOM_DYNAMIC_MAX_ENTRIES.value,
         "100000", _int, "DYNAMIC_V0: keys after which the filter stops growing.", "bloom_dynamic_max_entries", 1),
-    K.INLINE: KeySpec("false", _anything, _WRITER_ONLY, aliases=(_DS + "inline.enable",)),
-    K.SCHEDULE_INLINE: KeySpec("false", _anything, _WRITER_ONLY),
-    K.ASYNC_ENABLED: KeySpec("false", _anything, _WRITER_ONLY, aliases=(_DS + "async.enable",)),
+    K.INLINE: Key(K.INLINE.value, "false", _anything, _WRITER_ONLY, aliases=(_DS + "inline.enable",)),
+    K.SCHEDULE_INLINE: Key(K.SCHEDULE_INLINE.value, "false", _anything, _WRITER_ONLY),
+    K.ASYNC_ENABLED: Key(K.ASYNC_ENABLED.value, "false", _anything, _WRITER_ONLY, aliases=(_DS + "async.enable",)),
 }
 # fmt: on
 KEY_OF_FIELD = {spec.field: key for key, spec in KEY_SPECS.items() if spec.field}
@@ -351,11 +337,6 @@ POLICY_PREFIXES = ("hoodie.clustering.", "hoodie.layout.optimize.")
 
 def policy_reference() -> list[tuple[str, str | None, str]]:
     """``(key, default, description)`` for every key, in reference order (``None`` = no default)."""
-    rows: list[tuple[str, str | None, str]] = []
-    for key, spec in KEY_SPECS.items():
-        text = spec.description
-        if spec.aliases:
-            text += f" Alias: {', '.join(spec.aliases)}."
-        rows.append((key.value, spec.default, text))
+    rows = reference_rows(KEY_SPECS.values())
     rows.extend((key, None, f"No effect: {reason}.") for key, reason in NO_OP_KEYS.items())
     return rows

@@ -1,7 +1,9 @@
 """The table lock that every writer of a table shares: a provider (:mod:`.provider`), its implementations
-(:mod:`.file`, :mod:`.storage_lock`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys
-(:mod:`.file`, :mod:`.zookeeper`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys
-(:mod:`.registry`)."""
+(:mod:`.file`, :mod:`.storage_lock`, :mod:`.zookeeper`, :mod:`.dynamodb`), their keys (:mod:`.file`,
+:mod:`.storage_lock_format`, :mod:`.zookeeper_options`, :mod:`.dynamodb_config`, :mod:`.table_keys`) and the
+registry that picks one from the table's ``hoodie.write.lock.*`` keys (:mod:`.registry`). The ZooKeeper and DynamoDB
+providers are imported from their modules, and only for a table whose lock they are (they import kazoo and
+boto3)."""
 
 from hudi_clusterd.lock.file import AUX_LOCK_FILE, LOCK_FILE, FileLease, FileSystemLockProvider, LockOptions
 from hudi_clusterd.lock.provider import Lease, LocalMutexes, LockProvider
@@ -16,7 +18,6 @@ from hudi_clusterd.lock.registry import (
 from hudi_clusterd.lock.storage_lock import StorageLease, StorageLockProvider
 from hudi_clusterd.lock.storage_lock_format import LOCKS_FOLDER, STORAGE_PROVIDER, LockData, storage_lock_times
 from hudi_clusterd.lock.usage import LockStats, LockUsage
-from hudi_clusterd.lock.zookeeper import ZooKeeperLease, ZooKeeperLockProvider
 
 __all__ = [
     "AUX_LOCK_FILE",
@@ -36,8 +37,6 @@ __all__ = [
     "LockUsage",
     "StorageLease",
     "StorageLockProvider",
-    "ZooKeeperLease",
-    "ZooKeeperLockProvider",
     "lock_problems",
     "lock_properties",
     "lock_provider_from_properties",

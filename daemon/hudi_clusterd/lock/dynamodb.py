@@ -28,14 +28,14 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import structlog
 
-from hudi_clusterd.errors import ConfigError, LockError
-from hudi_clusterd.lock.dynamodb_config import DynamoDBLockConfig, dynamodb_lock_config, partition_key
+from hudi_clusterd.errors import LockError
+from hudi_clusterd.lock.dynamodb_config import DynamoDBLockConfig, partition_key
 from hudi_clusterd.lock.dynamodb_lease import GIVE_BACK_MAX_S, Backoff, DynamoDBLease
 from hudi_clusterd.lock.dynamodb_table import ConditionFailed, LockItem, LockTable, Unreachable, make_client
 from hudi_clusterd.lock.provider import LocalMutexes, lease_clock
@@ -267,36 +267,4 @@ class DynamoDBLockProvider:
                 f"{holder} ({lease})")
 
 
-# --- the registry's entries (hudi_clusterd.lock.registry) ---------------------------------------------------
-
-
-def dynamodb_problems(props: Mapping[str, str]) -> list[str]:
-    return dynamodb_lock_config(props)[1]
-
-
-def implicit_dynamodb_problems(props: Mapping[str, str]) -> list[str]:
-    return dynamodb_lock_config(props, implicit=True)[1]
-
-
-def _build(props: Mapping[str, str], storage: Storage, timeout_s: float, mutexes: LocalMutexes | None,
-           implicit: bool) -> DynamoDBLockProvider:
-    config, problems = dynamodb_lock_config(props, implicit=implicit)
-    if config is None:
-        raise ConfigError("invalid table lock settings", problems)
-    return DynamoDBLockProvider(config, storage, timeout_s=timeout_s, mutexes=mutexes)
-
-
-def build_dynamodb(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
-                   mutexes: LocalMutexes | None) -> DynamoDBLockProvider:
-    """``DynamoDBBasedLockProvider``'s lock (``stale_s`` is unused: a holder's lease is in its item)."""
-    return _build(props, storage, timeout_s, mutexes, implicit=False)
-
-
-def build_implicit_dynamodb(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
-                            mutexes: LocalMutexes | None) -> DynamoDBLockProvider:
-    """``DynamoDBBasedImplicitPartitionKeyLockProvider``'s lock."""
-    return _build(props, storage, timeout_s, mutexes, implicit=True)
-
-
-__all__ = ["DynamoDBLease", "DynamoDBLockProvider", "build_dynamodb",
-           "build_implicit_dynamodb", "dynamodb_problems", "implicit_dynamodb_problems"]
+__all__ = ["DynamoDBLease", "DynamoDBLockProvider"]

@@ -22,30 +22,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from hudi_clusterd.domain.values import java_int, java_long
-from hudi_clusterd.errors import LockError, MetadataDecodeError, StorageError
-from hudi_clusterd.formats.java_properties import parse_properties
+from hudi_clusterd.domain.keys import Key, KeyReader, at_least
+from hudi_clusterd.domain.values import java_int, java_long, optional_text
+from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock.base_path_id import base_path_id
+from hudi_clusterd.lock.table_keys import TABLE_BASE_PATH, TABLE_NAME, table_name
 from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage.s3_settings import HUDI_AWS_KEYS
 
 DYNAMODB_PROVIDER = "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider"
 DYNAMODB_IMPLICIT_PROVIDER = "org.apache.hudi.aws.transaction.lock.DynamoDBBasedImplicitPartitionKeyLockProvider"
 
 _PREFIX = "hoodie.write.lock.dynamodb."
-TABLE_KEY = _PREFIX + "table"
-PARTITION_KEY_KEY = _PREFIX + "partition_key"
-REGION_KEY = _PREFIX + "region"
-ENDPOINT_KEY = _PREFIX + "endpoint_url"
-BILLING_MODE_KEY = _PREFIX + "billing_mode"
-READ_CAPACITY_KEY = _PREFIX + "read_capacity"
-WRITE_CAPACITY_KEY = _PREFIX + "write_capacity"
-CREATION_TIMEOUT_KEY = _PREFIX + "table_creation_timeout"
-WAIT_TIME_KEY = "hoodie.write.lock.wait_time_ms"
-ACCESS_KEY_KEY = "hoodie.aws.access.key"
-SECRET_KEY_KEY = "hoodie.aws.secret.key"
-SESSION_TOKEN_KEY = "hoodie.aws.session.token"
-TABLE_NAME_KEY = "hoodie.table.name"
-BASE_PATH_KEY = "hoodie.base.path"
+ACCESS_KEY, SECRET_KEY, SESSION_TOKEN = HUDI_AWS_KEYS
 
 DEFAULT_TABLE = "hudi_locks"
 DEFAULT_REGION = "us-east-1"
@@ -60,6 +49,74 @@ MIN_LEASE_MS = 1_000
 
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
 _REGION_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+
+
+def _table(raw: str) -> str:
+    table = raw.strip()
+    if not _TABLE_NAME.fullmatch(table):
+        raise ValueError(f"must be a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -), got {table!r}")
+    return table
+
+
+def _region(raw: str) -> str:
+    region = raw.strip()
+    if not _REGION_NAME.fullmatch(region):
+        raise ValueError(f"must be an AWS region such as us-east-1, got {region!r}")
+    return region
+
+
+_URL_WANTED = ("must be a URL such as https://dynamodb.us-east-1.amazonaws.com or http://127.0.0.1:8000 "
+               "(host[:port] gets https://)")
+
+
+def _endpoint(raw: str) -> str | None:
+    if not raw:
+        return None
+    url = endpoint_url(raw)
+    try:
+        parts = urlsplit(url)
+        ok = (parts.port is None or parts.port > 0) and bool(parts.hostname) and not parts.query \
+            and not parts.fragment and not any(c.isspace() for c in url)
+    except ValueError:  # a port that is not a number
+        ok = False
+    if not ok:
+        raise ValueError(f"{_URL_WANTED}, got {raw!r}")
+    return url
+
+
+def _billing_mode(raw: str) -> str:
+    billing = raw.strip()
+    if billing not in BILLING_MODES:
+        raise ValueError(f"must be {' or '.join(BILLING_MODES)}, got {billing!r}")
+    return billing
+
+
+TABLE = Key(_PREFIX + "table", DEFAULT_TABLE, _table, (
+    "DynamoDB table of the writers' DynamoDBBasedLockProvider lock; created (hash key 'key', type S) when missing, "
+    "as Hudi creates it."))
+PARTITION_KEY = Key(_PREFIX + "partition_key", None, optional_text, (
+    f"The lock item's key; unset = {TABLE_NAME.name} (from the properties, else the table's hoodie.properties), as "
+    "Hudi infers it. Ignored by DynamoDBBasedImplicitPartitionKeyLockProvider, whose key is the XXHash64 of the "
+    "base path (s3a:// read as s3://)."))
+REGION = Key(_PREFIX + "region", DEFAULT_REGION, _region, "Region of the lock table.", env=("AWS_REGION",))
+ENDPOINT = Key(_PREFIX + "endpoint_url", None, _endpoint, (
+    "DynamoDB endpoint (a value without http:// or https:// gets https://); unset = AWS_ENDPOINT_URL_DYNAMODB, "
+    "AWS_ENDPOINT_URL, else AWS's endpoint of the region."))
+BILLING_MODE = Key(_PREFIX + "billing_mode", DEFAULT_BILLING_MODE, _billing_mode, (
+    "Billing mode of a lock table the daemon creates: PAY_PER_REQUEST or PROVISIONED."))
+READ_CAPACITY = Key(_PREFIX + "read_capacity", str(DEFAULT_READ_CAPACITY), at_least(java_long, 1),
+                    "Read capacity of a PROVISIONED lock table it creates.")
+WRITE_CAPACITY = Key(_PREFIX + "write_capacity", str(DEFAULT_WRITE_CAPACITY), at_least(java_long, 1),
+                     "Write capacity of a PROVISIONED lock table it creates.")
+CREATION_TIMEOUT = Key(_PREFIX + "table_creation_timeout", str(DEFAULT_CREATION_TIMEOUT_MS), at_least(java_int, 0),
+                       "Milliseconds to wait for a created lock table to become ACTIVE.")
+LEASE = Key("hoodie.write.lock.wait_time_ms", str(DEFAULT_LEASE_MS), at_least(java_long, MIN_LEASE_MS), (
+    "With a DynamoDB lock: the lease in milliseconds written into the lock item (renewed every third of it), as "
+    f"Hudi's writers use it; at least {MIN_LEASE_MS}."))
+DYNAMODB_KEYS = (TABLE, PARTITION_KEY, REGION, ENDPOINT, BILLING_MODE, READ_CAPACITY, WRITE_CAPACITY,
+                 CREATION_TIMEOUT, LEASE)
+"""The keys of the DynamoDB locks, for the reference (with the table's, :mod:`.table_keys`, and the AWS
+credentials, :data:`~hudi_clusterd.storage.s3_settings.HUDI_AWS_KEYS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,66 +183,17 @@ def known_regions() -> frozenset[str]:
                      for r in session.get_available_regions("dynamodb", partition_name=p))
 
 
-def _region(props: Mapping[str, str], env: Mapping[str, str], has_endpoint: bool,
-            problems: list[str]) -> str:
-    if REGION_KEY in props:
-        region, source = props[REGION_KEY].strip(), REGION_KEY
-    elif env.get("AWS_REGION", "").strip():
-        region, source = env["AWS_REGION"].strip(), f"{REGION_KEY} (from AWS_REGION)"
-    else:
-        return DEFAULT_REGION
-    if not _REGION_NAME.fullmatch(region):
-        problems.append(f"{source}: must be an AWS region such as us-east-1, got {region!r}")
-    elif not has_endpoint and region not in known_regions():
-        problems.append(f"{source}: must be a region DynamoDB is known in (set {ENDPOINT_KEY} to use another "
-                        f"one), got {region!r}")
-    return region
-
-
-def _endpoint(props: Mapping[str, str], problems: list[str]) -> str | None:
-    raw = props.get(ENDPOINT_KEY)
-    if raw is None:
-        return None
-    url = endpoint_url(raw)
-    try:
-        parts = urlsplit(url)
-        ok = (parts.port is None or parts.port > 0) and bool(parts.hostname) and not parts.query \
-            and not parts.fragment and not any(c.isspace() for c in url)
-    except ValueError:  # a port that is not a number
-        ok = False
-    if not ok:
-        problems.append(f"{ENDPOINT_KEY}: must be a URL such as https://dynamodb.us-east-1.amazonaws.com or "
-                        f"http://127.0.0.1:8000 (host[:port] gets https://), got {raw!r}")
-    return url
-
-
-def _integer(props: Mapping[str, str], key: str, default: int, minimum: int, problems: list[str],
-             *, long: bool = True) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        value = java_long(raw) if long else java_int(raw)
-    except ValueError as e:
-        problems.append(f"{key}: {e}")
-        return default
-    if value < minimum:
-        problems.append(f"{key}: must be >= {minimum}, got {value}")
-    return value
-
-
-def _credentials(props: Mapping[str, str], problems: list[str]) -> AwsCredentials | None:
-    access = props.get(ACCESS_KEY_KEY, "").strip()
-    secret = props.get(SECRET_KEY_KEY, "").strip()
-    token = props.get(SESSION_TOKEN_KEY, "").strip() or None
+def _credentials(reader: KeyReader) -> AwsCredentials | None:
+    access, secret, token = (reader.get(key) for key in HUDI_AWS_KEYS)
     if access and secret:
         return AwsCredentials(access, secret, token)
     if access:
-        problems.append(f"{SECRET_KEY_KEY}: must be set with {ACCESS_KEY_KEY}, got nothing")
+        reader.problems.append(f"{SECRET_KEY.name}: must be set with {ACCESS_KEY.name}, got nothing")
     elif secret:
-        problems.append(f"{ACCESS_KEY_KEY}: must be set with {SECRET_KEY_KEY}, got nothing")
+        reader.problems.append(f"{ACCESS_KEY.name}: must be set with {SECRET_KEY.name}, got nothing")
     elif token:
-        problems.append(f"{SESSION_TOKEN_KEY}: must come with {ACCESS_KEY_KEY} and {SECRET_KEY_KEY}, got neither")
+        reader.problems.append(f"{SESSION_TOKEN.name}: must come with {ACCESS_KEY.name} and {SECRET_KEY.name}, "
+                               "got neither")
     return None
 
 
@@ -195,37 +203,37 @@ def dynamodb_lock_config(props: Mapping[str, str], *, implicit: bool = False,
     (``<key>: must be ..., got ...``; a secret's value is never shown). ``env`` (default ``os.environ``) gives
     ``AWS_REGION``, ``AWS_ENDPOINT_URL_DYNAMODB`` and ``AWS_ENDPOINT_URL``."""
     env = os.environ if env is None else env
-    problems: list[str] = []
-    table = props.get(TABLE_KEY, DEFAULT_TABLE).strip()
-    if not _TABLE_NAME.fullmatch(table):
-        problems.append(f"{TABLE_KEY}: must be a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -), got {table!r}")
+    reader = KeyReader(props, env)
+    table = reader.get(TABLE)
     partition_key: str | None = None
     if not implicit:
-        if PARTITION_KEY_KEY in props:
-            partition_key = props[PARTITION_KEY_KEY].strip()
-            if not partition_key:
-                problems.append(f"{PARTITION_KEY_KEY}: must not be empty (unset, it is {TABLE_NAME_KEY}), got ''")
-        elif props.get(TABLE_NAME_KEY, "").strip():
-            partition_key = props[TABLE_NAME_KEY].strip()
-    endpoint = _endpoint(props, problems)
+        partition_key = reader.get(PARTITION_KEY)
+        if reader.is_set(PARTITION_KEY) and not partition_key:
+            reader.problems.append(f"{PARTITION_KEY.name}: must not be empty (unset, it is {TABLE_NAME.name}), "
+                                   "got ''")
+        partition_key = partition_key or reader.get(TABLE_NAME)
+    known = len(reader.problems)
+    endpoint = reader.get(ENDPOINT)
+    if endpoint is None and reader.is_set(ENDPOINT) and len(reader.problems) == known:  # set to ""
+        reader.problems.append(f"{ENDPOINT.name}: {_URL_WANTED}, got ''")
+    region = reader.parsed(REGION)
     has_endpoint = endpoint is not None or any(env.get(v, "").strip() for v in
                                                ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"))
-    region = _region(props, env, has_endpoint, problems)
-    billing = props.get(BILLING_MODE_KEY, DEFAULT_BILLING_MODE).strip()
-    if billing not in BILLING_MODES:
-        problems.append(f"{BILLING_MODE_KEY}: must be {' or '.join(BILLING_MODES)}, got {billing!r}")
+    if region is not None and not has_endpoint and region not in known_regions():
+        where = (reader.lookup(REGION) or (REGION.name, ""))[0]
+        reader.problems.append(f"{where}: must be a region DynamoDB is known in (set {ENDPOINT.name} to use "
+                               f"another one), got {region!r}")
+    billing = reader.get(BILLING_MODE)
     read, write = DEFAULT_READ_CAPACITY, DEFAULT_WRITE_CAPACITY
     if billing == "PROVISIONED":  # Hudi reads the capacities only then
-        read = _integer(props, READ_CAPACITY_KEY, DEFAULT_READ_CAPACITY, 1, problems)
-        write = _integer(props, WRITE_CAPACITY_KEY, DEFAULT_WRITE_CAPACITY, 1, problems)
-    creation = _integer(props, CREATION_TIMEOUT_KEY, DEFAULT_CREATION_TIMEOUT_MS, 0, problems, long=False)
-    lease = _integer(props, WAIT_TIME_KEY, DEFAULT_LEASE_MS, MIN_LEASE_MS, problems)
-    credentials = _credentials(props, problems)
-    if problems:
-        return None, problems
-    base_path = (props.get(BASE_PATH_KEY, "").strip() or None) if implicit else None
-    return DynamoDBLockConfig(table, region, endpoint, partition_key, implicit, base_path, billing, read, write,
-                              creation, lease, credentials), []
+        read, write = reader.get(READ_CAPACITY), reader.get(WRITE_CAPACITY)
+    creation, lease = reader.get(CREATION_TIMEOUT), reader.get(LEASE)
+    credentials = _credentials(reader)
+    if reader.problems:
+        return None, reader.problems
+    base_path = reader.get(TABLE_BASE_PATH) if implicit else None
+    return DynamoDBLockConfig(table, region or DEFAULT_REGION, endpoint, partition_key, implicit, base_path,
+                              billing, read, write, creation, lease, credentials), []
 
 
 def partition_key(config: DynamoDBLockConfig, storage: Storage | None) -> str:
@@ -234,62 +242,15 @@ def partition_key(config: DynamoDBLockConfig, storage: Storage | None) -> str:
     if config.implicit:
         base = config.base_path or (storage.base_uri if storage is not None else None)
         if not base:
-            raise LockError(f"{BASE_PATH_KEY}: the base path is needed to derive the DynamoDB lock's partition key")
+            raise LockError(f"{TABLE_BASE_PATH.name}: the base path is needed to derive the DynamoDB lock's "
+                            "partition key")
         return implicit_partition_key(base)
-    if config.partition_key:
-        return config.partition_key
-    if storage is None:
-        raise LockError(f"{PARTITION_KEY_KEY}: not set, and no table to read {TABLE_NAME_KEY} from")
-    name = _table_name(storage)
-    if not name:
-        raise LockError(f"{storage.full_path('.hoodie/hoodie.properties')}: no {TABLE_NAME_KEY}, so the DynamoDB "
-                        f"lock's partition key cannot be inferred; set {PARTITION_KEY_KEY} to the writers' value")
-    return name
-
-
-def _table_name(storage: Storage) -> str | None:
-    errors: list[str] = []
-    for rel in (".hoodie/hoodie.properties", ".hoodie/hoodie.properties.backup"):
-        try:
-            text = storage.read_bytes(rel).decode("iso-8859-1")  # Java's properties encoding
-        except StorageError as e:
-            errors.append(str(e))
-            continue
-        try:
-            return parse_properties(text, storage.full_path(rel)).get(TABLE_NAME_KEY, "").strip() or None
-        except MetadataDecodeError as e:
-            raise LockError(f"{PARTITION_KEY_KEY} is not set and {TABLE_NAME_KEY} cannot be read: {e}") from e
-    raise LockError(f"{PARTITION_KEY_KEY} is not set and {TABLE_NAME_KEY} cannot be read: {errors[0]}")
-
-
-def reference() -> list[tuple[str, str | None, str]]:
-    """``(key, default, description)`` of every key the DynamoDB lock reads."""
-    return [
-        (TABLE_KEY, DEFAULT_TABLE, "DynamoDB table of the writers' DynamoDBBasedLockProvider lock; created (hash key "
-         "'key', type S) when missing, as Hudi creates it."),
-        (PARTITION_KEY_KEY, None, f"The lock item's key; unset = {TABLE_NAME_KEY} (from the properties, else the "
-         "table's hoodie.properties), as Hudi infers it. Ignored by DynamoDBBasedImplicitPartitionKeyLockProvider, "
-         "whose key is the XXHash64 of the base path (s3a:// read as s3://)."),
-        (REGION_KEY, DEFAULT_REGION, "Region of the lock table; unset = AWS_REGION when set, else us-east-1."),
-        (ENDPOINT_KEY, None, "DynamoDB endpoint (a value without http:// or https:// gets https://); unset = "
-         "AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, else AWS's endpoint of the region."),
-        (BILLING_MODE_KEY, DEFAULT_BILLING_MODE, "Billing mode of a lock table the daemon creates: PAY_PER_REQUEST "
-         "or PROVISIONED."),
-        (READ_CAPACITY_KEY, str(DEFAULT_READ_CAPACITY), "Read capacity of a PROVISIONED lock table it creates."),
-        (WRITE_CAPACITY_KEY, str(DEFAULT_WRITE_CAPACITY), "Write capacity of a PROVISIONED lock table it creates."),
-        (CREATION_TIMEOUT_KEY, str(DEFAULT_CREATION_TIMEOUT_MS), "Milliseconds to wait for a created lock table to "
-         "become ACTIVE."),
-        (WAIT_TIME_KEY, str(DEFAULT_LEASE_MS), "With a DynamoDB lock: the lease in milliseconds written into the "
-         f"lock item (renewed every third of it), as Hudi's writers use it; at least {MIN_LEASE_MS}."),
-        (ACCESS_KEY_KEY, None, "AWS access key id for the DynamoDB lock; unset = the AWS SDK's default credentials "
-         "(environment, profile, instance role)."),
-        (SECRET_KEY_KEY, None, "AWS secret key, with hoodie.aws.access.key; never logged."),
-        (SESSION_TOKEN_KEY, None, "AWS session token of temporary credentials, with the two above; never logged."),
-    ]
+    return table_name(config.partition_key, storage, instead_of=PARTITION_KEY.name)
 
 
 __all__ = [
     "DYNAMODB_IMPLICIT_PROVIDER",
+    "DYNAMODB_KEYS",
     "DYNAMODB_PROVIDER",
     "AwsCredentials",
     "DynamoDBLockConfig",
@@ -297,5 +258,4 @@ __all__ = [
     "endpoint_url",
     "implicit_partition_key",
     "partition_key",
-    "reference",
 ]

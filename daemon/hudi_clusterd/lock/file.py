@@ -44,6 +44,7 @@ from types import TracebackType
 
 import structlog
 
+from hudi_clusterd.domain.keys import Key, KeyReader, at_least
 from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import LockError, StorageError
 from hudi_clusterd.lock.provider import LocalMutexes
@@ -57,8 +58,6 @@ LOCK_FILE = ".hoodie/lock"
 AUX_LOCK_FILE = ".hoodie/.aux/lock"
 AUX_EXPIRE_S = 60.0
 """Hudi's utilities and SQL procedures lock ``.hoodie/.aux/lock`` with ``hoodie.write.lock.filesystem.expire=1``."""
-PATH_KEY = "hoodie.write.lock.filesystem.path"
-EXPIRE_KEY = "hoodie.write.lock.filesystem.expire"
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_STALE_S = 120.0
 HOLDER = "hudi-clusterd"
@@ -82,29 +81,33 @@ class LockOptions:
                             f"(> 0), expire {self.expire_minutes} min (>= 0)")
 
 
+def _lock_folder(raw: str) -> str | None:
+    text = raw.strip()
+    if not text:
+        return None
+    if text.startswith(("/", "file:")) or "://" in text:
+        return text
+    raise ValueError(f"must be an absolute path or a URI (a folder holding the lock file), got {raw!r}")
+
+
+PATH = Key("hoodie.write.lock.filesystem.path", None, _lock_folder, (
+    "Folder of the writers' FileSystemBasedLockProvider lock file (absolute path or URI); unset = the table's "
+    ".hoodie. The daemon holds <folder>/lock and .hoodie/.aux/lock."))
+EXPIRE = Key("hoodie.write.lock.filesystem.expire", "0", at_least(java_int, 0), (
+    "Minutes after which the writers treat a lock file nobody refreshed as dead (0 = never, Hudi's default); the "
+    "daemon takes over a Hudi writer's lock file only after this."))
+FILE_LOCK_KEYS = (PATH, EXPIRE)
+"""The keys of the file-system lock, for the reference."""
+
+
 def file_lock_options(props: Mapping[str, str], *, timeout_s: float = DEFAULT_TIMEOUT_S,
                       stale_s: float = DEFAULT_STALE_S) -> tuple[LockOptions | None, list[str]]:
     """The options the writers' ``hoodie.write.lock.filesystem.*`` keys name, or ``None`` with the problems
     (``<key>: must be ..., got ...``)."""
-    problems: list[str] = []
-    path: str | None = None
-    raw_path = props.get(PATH_KEY, "")
-    if raw_path.strip():
-        text = raw_path.strip()
-        if text.startswith(("/", "file:")) or "://" in text:
-            path = text
-        else:
-            problems.append(f"{PATH_KEY}: must be an absolute path or a URI (a folder holding the lock file), "
-                            f"got {raw_path!r}")
-    expire = 0
-    try:
-        expire = java_int(props.get(EXPIRE_KEY, "0"))
-    except ValueError as e:
-        problems.append(f"{EXPIRE_KEY}: {e}")
-    if expire < 0:
-        problems.append(f"{EXPIRE_KEY}: must be >= 0, got {expire}")
-    if problems:
-        return None, problems
+    reader = KeyReader(props)
+    path, expire = reader.get(PATH), reader.get(EXPIRE)
+    if reader.problems:
+        return None, reader.problems
     return LockOptions(timeout_s, stale_s, path, expire), []
 
 

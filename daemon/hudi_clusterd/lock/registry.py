@@ -23,51 +23,42 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Protocol
+from typing import Any, Protocol
 
+from hudi_clusterd.domain.keys import Key, KeyReader, reference_rows
+from hudi_clusterd.domain.values import optional_text
 from hudi_clusterd.errors import ConfigError
-from hudi_clusterd.lock.dynamodb import (
-    build_dynamodb,
-    build_implicit_dynamodb,
-    dynamodb_problems,
-    implicit_dynamodb_problems,
+from hudi_clusterd.lock.dynamodb_config import (
+    DYNAMODB_IMPLICIT_PROVIDER,
+    DYNAMODB_KEYS,
+    DYNAMODB_PROVIDER,
+    dynamodb_lock_config,
 )
-from hudi_clusterd.lock.dynamodb_config import DYNAMODB_IMPLICIT_PROVIDER, DYNAMODB_PROVIDER
-from hudi_clusterd.lock.dynamodb_config import reference as dynamodb_reference
 from hudi_clusterd.lock.file import (
     DEFAULT_STALE_S,
     DEFAULT_TIMEOUT_S,
-    EXPIRE_KEY,
-    PATH_KEY,
+    FILE_LOCK_KEYS,
     FileSystemLockProvider,
     file_lock_options,
 )
 from hudi_clusterd.lock.provider import LocalMutexes, LockProvider
 from hudi_clusterd.lock.storage_lock import StorageLockProvider
-from hudi_clusterd.lock.storage_lock_format import (
-    DEFAULT_RENEW_S,
-    DEFAULT_VALIDITY_S,
-    RENEW_ALT_KEY,
-    RENEW_KEY,
-    STORAGE_PROVIDER,
-    VALIDITY_KEY,
-    storage_lock_times,
-)
-from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider
+from hudi_clusterd.lock.storage_lock_format import STORAGE_LOCK_KEYS, STORAGE_PROVIDER, storage_lock_times
+from hudi_clusterd.lock.table_keys import TABLE_BASE_PATH, TABLE_NAME
 from hudi_clusterd.lock.zookeeper_options import (
     IMPLICIT_ZOOKEEPER_PROVIDER,
-    TABLE_BASE_PATH_KEY,
-    TABLE_NAME_KEY,
+    ZOOKEEPER_KEYS,
     ZOOKEEPER_PROVIDER,
     zookeeper_options,
     zookeeper_problems,
-    zookeeper_reference,
 )
 from hudi_clusterd.storage import Storage
+from hudi_clusterd.storage.s3_settings import HUDI_AWS_KEYS
 
 __all__ = [
     "AWS_PREFIX",
     "FILE_SYSTEM_PROVIDER",
+    "LOCK_KEYS",
     "LOCK_PREFIX",
     "PROVIDERS",
     "PROVIDER_KEY",
@@ -98,20 +89,12 @@ class Registration:
     build: _Build
 
 
-def _file_system_problems(props: Mapping[str, str]) -> list[str]:
-    return file_lock_options(props)[1]
-
-
 def _file_system(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
                  mutexes: LocalMutexes | None) -> LockProvider:
     options, problems = file_lock_options(props, timeout_s=timeout_s, stale_s=stale_s)
     if options is None:
         raise ConfigError("invalid table lock settings", problems)
     return FileSystemLockProvider(storage, options, mutexes=mutexes)
-
-
-def _storage_problems(props: Mapping[str, str]) -> list[str]:
-    return storage_lock_times(props)[1]
 
 
 def _storage(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
@@ -121,18 +104,14 @@ def _storage(props: Mapping[str, str], storage: Storage, *, timeout_s: float, st
         raise ConfigError("invalid table lock settings", problems)
     return StorageLockProvider(storage, validity_s=times.validity_s, renew_interval_s=times.renew_interval_s,
                                timeout_s=timeout_s, mutexes=mutexes)
-def _zookeeper_problems(props: Mapping[str, str]) -> list[str]:
-    return zookeeper_problems(props)
-
-
-def _implicit_zookeeper_problems(props: Mapping[str, str]) -> list[str]:
-    return zookeeper_problems(props, implicit=True)
 
 
 def _zookeeper_builder(implicit: bool) -> _Build:
     def build(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
               mutexes: LocalMutexes | None) -> LockProvider:
         # stale_s has no part here: a ZooKeeper lock dies with its holder's session
+        from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider  # kazoo only for a table that uses it
+
         options, problems = zookeeper_options(props, implicit=implicit, table_base_uri=storage.base_uri,
                                               timeout_s=timeout_s)
         if options is None:
@@ -142,19 +121,38 @@ def _zookeeper_builder(implicit: bool) -> _Build:
     return build
 
 
+def _dynamodb_builder(implicit: bool) -> _Build:
+    def build(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
+              mutexes: LocalMutexes | None) -> LockProvider:
+        # stale_s has no part here: a holder's lease is in its item
+        from hudi_clusterd.lock.dynamodb import DynamoDBLockProvider  # boto3 only for a table that uses it
+
+        config, problems = dynamodb_lock_config(props, implicit=implicit)
+        if config is None:
+            raise ConfigError("invalid table lock settings", problems)
+        return DynamoDBLockProvider(config, storage, timeout_s=timeout_s, mutexes=mutexes)
+
+    return build
+
+
 PROVIDERS: Mapping[str, Registration] = MappingProxyType({
-    FILE_SYSTEM_PROVIDER: Registration(_file_system_problems, _file_system),
-    STORAGE_PROVIDER: Registration(_storage_problems, _storage),
-    ZOOKEEPER_PROVIDER: Registration(_zookeeper_problems, _zookeeper_builder(implicit=False)),
-    IMPLICIT_ZOOKEEPER_PROVIDER: Registration(_implicit_zookeeper_problems, _zookeeper_builder(implicit=True)),
-    DYNAMODB_PROVIDER: Registration(dynamodb_problems, build_dynamodb),
-    DYNAMODB_IMPLICIT_PROVIDER: Registration(implicit_dynamodb_problems, build_implicit_dynamodb),
+    FILE_SYSTEM_PROVIDER: Registration(lambda props: file_lock_options(props)[1], _file_system),
+    STORAGE_PROVIDER: Registration(lambda props: storage_lock_times(props)[1], _storage),
+    ZOOKEEPER_PROVIDER: Registration(zookeeper_problems, _zookeeper_builder(implicit=False)),
+    IMPLICIT_ZOOKEEPER_PROVIDER: Registration(lambda props: zookeeper_problems(props, implicit=True),
+                                              _zookeeper_builder(implicit=True)),
+    DYNAMODB_PROVIDER: Registration(lambda props: dynamodb_lock_config(props)[1], _dynamodb_builder(implicit=False)),
+    DYNAMODB_IMPLICIT_PROVIDER: Registration(lambda props: dynamodb_lock_config(props, implicit=True)[1],
+                                             _dynamodb_builder(implicit=True)),
 })
 """Hudi's lock provider class name -> the daemon's implementation of that lock."""
+PROVIDER = Key(PROVIDER_KEY, None, optional_text, (
+    f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}. Supported: "
+    + ", ".join(PROVIDERS) + " (any other class is refused)."))
 
 
 def _provider_class(props: Mapping[str, str]) -> str:
-    return props.get(PROVIDER_KEY, "").strip() or FILE_SYSTEM_PROVIDER
+    return KeyReader(props).get(PROVIDER) or FILE_SYSTEM_PROVIDER
 
 
 def lock_problems(props: Mapping[str, str]) -> list[str]:
@@ -189,25 +187,16 @@ def lock_properties(props: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """The ``hoodie.write.lock.*`` and ``hoodie.aws.*`` (credentials) keys among ``props`` and the table keys a
     lock may infer its place from (``hoodie.table.name``, ``hoodie.base.path``), sorted: what a table's lock
     depends on."""
+    table_keys = (TABLE_NAME.name, TABLE_BASE_PATH.name)
     return tuple(sorted((k, v) for k, v in props.items()
-                        if k.startswith((LOCK_PREFIX, AWS_PREFIX)) or k in (TABLE_NAME_KEY, TABLE_BASE_PATH_KEY)))
+                        if k.startswith((LOCK_PREFIX, AWS_PREFIX)) or k in table_keys))
+
+
+LOCK_KEYS: tuple[Key[Any], ...] = (PROVIDER, *FILE_LOCK_KEYS, *STORAGE_LOCK_KEYS, *ZOOKEEPER_KEYS, TABLE_NAME,
+                                   TABLE_BASE_PATH, *DYNAMODB_KEYS, *HUDI_AWS_KEYS)
+"""Every key of the table lock the daemon reads."""
 
 
 def lock_reference() -> list[tuple[str, str | None, str]]:
     """``(key, default, description)`` of every key of the table lock the daemon reads."""
-    return [
-        (PROVIDER_KEY, None, f"Lock provider class of the table's writers; unset = {FILE_SYSTEM_PROVIDER}. "
-         "Supported: " + ", ".join(PROVIDERS) + " (any other class is refused)."),
-        (PATH_KEY, None, "Folder of the writers' FileSystemBasedLockProvider lock file (absolute path or URI); "
-         "unset = the table's .hoodie. The daemon holds <folder>/lock and .hoodie/.aux/lock."),
-        (EXPIRE_KEY, "0", "Minutes after which the writers treat a lock file nobody refreshed as dead (0 = never, "
-         "Hudi's default); the daemon takes over a Hudi writer's lock file only after this."),
-        (VALIDITY_KEY, str(DEFAULT_VALIDITY_S), "Seconds one write of a StorageBasedLockProvider lock "
-         "(.hoodie/.locks/table_lock.json) holds it (at least 10, and at least 10 renew intervals); the daemon's "
-         "leases last as long."),
-        (RENEW_KEY, str(DEFAULT_RENEW_S), "Seconds between two renewals of a StorageBasedLockProvider lock (at "
-         f"least 1); {RENEW_ALT_KEY} is read when this is unset."),
-        (RENEW_ALT_KEY, None, f"Former name of {RENEW_KEY}, read when that is unset."),
-        *zookeeper_reference(),
-        *dynamodb_reference(),
-    ]
+    return reference_rows(LOCK_KEYS)

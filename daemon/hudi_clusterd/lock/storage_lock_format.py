@@ -6,7 +6,7 @@ their order does not matter and other fields are ignored. The lock is held by it
 false and the reader's wall clock is at most ``validUntil`` plus Hudi's clock drift allowance (500 ms).
 
 The writers set how long one write holds the lock (``hoodie.write.lock.storage.validity.timeout.secs``) and how
-often a holder renews it (``hoodie.write.lock.storage.renew.interval.secs``, formerly
+often a holder renews it (``hoodie.write.lock.storage.renew.interval.secs``, alias
 ``hoodie.write.lock.storage.heartbeat.poll.secs``), with Hudi's constraints: validity at least 10 s and at least
 10 renew intervals, renew interval at least 1 s.
 """
@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hudi_clusterd.domain.keys import Key, KeyReader
 from hudi_clusterd.domain.values import java_long
 from hudi_clusterd.errors import LockError
 
@@ -26,10 +27,10 @@ __all__ = [
     "DEFAULT_VALIDITY_S",
     "LOCKS_FOLDER",
     "LOCK_FILE",
-    "RENEW_ALT_KEY",
-    "RENEW_KEY",
+    "RENEW",
+    "STORAGE_LOCK_KEYS",
     "STORAGE_PROVIDER",
-    "VALIDITY_KEY",
+    "VALIDITY",
     "LockData",
     "StorageLockTimes",
     "storage_lock_times",
@@ -43,14 +44,20 @@ LOCK_FILE = f"{LOCKS_FOLDER}/table_lock.json"
 CLOCK_DRIFT_S = 0.5
 """How long past ``validUntil`` a lock still counts as held (Hudi's ``CLOCK_DRIFT_BUFFER_MS``)."""
 
-VALIDITY_KEY = "hoodie.write.lock.storage.validity.timeout.secs"
-RENEW_KEY = "hoodie.write.lock.storage.renew.interval.secs"
-RENEW_ALT_KEY = "hoodie.write.lock.storage.heartbeat.poll.secs"
 DEFAULT_VALIDITY_S = 300
 DEFAULT_RENEW_S = 30
 MIN_VALIDITY_S = 10
 MIN_RENEW_S = 1
 VALIDITY_PER_RENEW = 10
+
+VALIDITY = Key("hoodie.write.lock.storage.validity.timeout.secs", str(DEFAULT_VALIDITY_S), java_long, (
+    "Seconds one write of a StorageBasedLockProvider lock (.hoodie/.locks/table_lock.json) holds it (at least "
+    f"{MIN_VALIDITY_S}, and at least {VALIDITY_PER_RENEW} renew intervals); the daemon's leases last as long."))
+RENEW = Key("hoodie.write.lock.storage.renew.interval.secs", str(DEFAULT_RENEW_S), java_long, (
+    f"Seconds between two renewals of a StorageBasedLockProvider lock (at least {MIN_RENEW_S})."),
+    aliases=("hoodie.write.lock.storage.heartbeat.poll.secs",))
+STORAGE_LOCK_KEYS = (VALIDITY, RENEW)
+"""The keys of the storage lock, for the reference."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,25 +113,16 @@ class StorageLockTimes:
 def storage_lock_times(props: Mapping[str, str]) -> tuple[StorageLockTimes | None, list[str]]:
     """The times the writers' ``hoodie.write.lock.storage.*`` keys set, or None with the problems
     (``<key>: must be ..., got ...``), checked as Hudi checks them."""
-    problems: list[str] = []
-    renew_key = RENEW_KEY if RENEW_KEY in props or RENEW_ALT_KEY not in props else RENEW_ALT_KEY
-
-    def read(key: str, default: int) -> int | None:
-        if key not in props:
-            return default
-        try:
-            return java_long(props[key])
-        except ValueError as e:
-            problems.append(f"{key}: {e}")
-            return None
-
-    validity, renew = read(VALIDITY_KEY, DEFAULT_VALIDITY_S), read(renew_key, DEFAULT_RENEW_S)
+    reader = KeyReader(props)
+    validity, renew = reader.parsed(VALIDITY), reader.parsed(RENEW)
+    renew_key = (reader.lookup(RENEW) or (RENEW.name, ""))[0]
+    problems = reader.problems
     if validity is not None and validity < MIN_VALIDITY_S:
-        problems.append(f"{VALIDITY_KEY}: must be at least {MIN_VALIDITY_S} seconds, got {validity}")
+        problems.append(f"{VALIDITY.name}: must be at least {MIN_VALIDITY_S} seconds, got {validity}")
     if renew is not None and renew < MIN_RENEW_S:
         problems.append(f"{renew_key}: must be at least {MIN_RENEW_S} second, got {renew}")
     if validity is not None and renew is not None and validity < VALIDITY_PER_RENEW * renew:
-        problems.append(f"{VALIDITY_KEY}: must be at least {VALIDITY_PER_RENEW} times {renew_key} ({renew}), got "
+        problems.append(f"{VALIDITY.name}: must be at least {VALIDITY_PER_RENEW} times {renew_key} ({renew}), got "
                         f"{validity}")
     if problems or validity is None or renew is None:
         return None, problems

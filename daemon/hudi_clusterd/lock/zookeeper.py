@@ -34,11 +34,11 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.retry import KazooRetry
 
-from hudi_clusterd.errors import LockError, MetadataDecodeError, StorageError
-from hudi_clusterd.formats.java_properties import parse_properties
+from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock.provider import LocalMutexes
+from hudi_clusterd.lock.table_keys import table_name
 from hudi_clusterd.lock.usage import LockStats
-from hudi_clusterd.lock.zookeeper_options import TABLE_NAME_KEY, ZooKeeperOptions, path_problem
+from hudi_clusterd.lock.zookeeper_options import LOCK_KEY, ZooKeeperOptions, path_problem
 from hudi_clusterd.storage import Storage
 
 log = structlog.get_logger(__name__)
@@ -54,7 +54,6 @@ def _kazoo_logger() -> logging.Logger:
     return logger
 """Curator's node name of ``InterProcessMutex``: contenders sort by the text after its last occurrence."""
 PROTECTED_PREFIX = "_c_"
-PROPERTIES_FILE = ".hoodie/hoodie.properties"
 
 
 def curator_sort_key(child: str) -> str:
@@ -179,20 +178,7 @@ class ZooKeeperLockProvider:
         return "" if self.storage is None else self.storage.full_path()
 
     def _table_name(self) -> str:
-        if self.storage is None:
-            raise LockError("ZooKeeper lock: hoodie.write.lock.zookeeper.lock_key is not set and no table to read "
-                            "hoodie.table.name from")
-        source = self.storage.full_path(PROPERTIES_FILE)
-        try:
-            text = self.storage.read_bytes(PROPERTIES_FILE).decode("iso-8859-1")
-            name = parse_properties(text, source).get(TABLE_NAME_KEY, "").strip()
-        except (StorageError, MetadataDecodeError) as e:
-            raise LockError(f"{source}: cannot read {TABLE_NAME_KEY}, the ZooKeeper lock key when "
-                            f"hoodie.write.lock.zookeeper.lock_key is not set ({e})") from e
-        if not name:
-            raise LockError(f"{source}: no {TABLE_NAME_KEY}; set hoodie.write.lock.zookeeper.lock_key as the "
-                            "table's writers do")
-        return name
+        return table_name(None, self.storage, instead_of=LOCK_KEY.name)
 
 
 class ZooKeeperLease:

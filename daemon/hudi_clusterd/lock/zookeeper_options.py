@@ -12,43 +12,78 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
-from kazoo.hosts import collect_hosts
 
-from hudi_clusterd.domain.values import java_int
+from hudi_clusterd.domain.keys import Key, KeyReader, at_least
+from hudi_clusterd.domain.values import java_int, optional_text
 from hudi_clusterd.lock.base_path_id import base_path_id
+from hudi_clusterd.lock.table_keys import TABLE_BASE_PATH, TABLE_NAME
 
 log = structlog.get_logger(__name__)
 
 ZOOKEEPER_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
 IMPLICIT_ZOOKEEPER_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedImplicitBasePathLockProvider"
 
-URL_KEY = "hoodie.write.lock.zookeeper.url"
-PORT_KEY = "hoodie.write.lock.zookeeper.port"
-BASE_PATH_KEY = "hoodie.write.lock.zookeeper.base_path"
-LOCK_KEY_KEY = "hoodie.write.lock.zookeeper.lock_key"
-SESSION_TIMEOUT_KEY = "hoodie.write.lock.zookeeper.session_timeout_ms"
-CONNECTION_TIMEOUT_KEY = "hoodie.write.lock.zookeeper.connection_timeout_ms"
-NUM_RETRIES_KEY = "hoodie.write.lock.num_retries"
-RETRY_WAIT_KEY = "hoodie.write.lock.wait_time_ms_between_retry"
-RETRY_MAX_WAIT_KEY = "hoodie.write.lock.max_wait_time_ms_between_retry"
-APP_ID_KEY = "hoodie.write.lock.app_id"
-TABLE_NAME_KEY = "hoodie.table.name"
-TABLE_BASE_PATH_KEY = "hoodie.base.path"
 
 IMPLICIT_ROOT = "/tmp/"
 IMPLICIT_LOCK_KEY = "lock_key"
 """The implicit provider's lock key: this literal text, whatever ``hoodie.write.lock.zookeeper.lock_key`` says."""
 DEFAULT_APP_ID = "hudi-clusterd"
 
-_INT_KEYS = {  # key -> (Hudi's default, least value allowed)
-    SESSION_TIMEOUT_KEY: (60_000, 1),
-    CONNECTION_TIMEOUT_KEY: (15_000, 1),
-    NUM_RETRIES_KEY: (15, 0),
-    RETRY_WAIT_KEY: (1_000, 1),
-    RETRY_MAX_WAIT_KEY: (16_000, 1),
-}
+
+
+def _text(raw: str) -> str:
+    return raw.strip()
+
+
+def _connect_string(raw: str) -> str:
+    url = raw.strip()
+    if url:
+        from kazoo.hosts import collect_hosts  # kazoo only for a table that has this lock
+
+        try:
+            collect_hosts(url)
+        except ValueError as e:
+            raise ValueError(f"must be a ZooKeeper connect string host:port[,host:port][/chroot], got {url!r} "
+                             f"({e})") from None
+    return url
+
+
+def _app_id(raw: str) -> str:
+    return raw.strip() or DEFAULT_APP_ID
+
+
+URL = Key("hoodie.write.lock.zookeeper.url", None, _connect_string, (
+    "ZooKeeper lock: the writers' connect string, host:port[,host:port][/chroot], used as is (required)."))
+PORT = Key("hoodie.write.lock.zookeeper.port", None, optional_text, (
+    f"Ignored by Apache Hudi and by the daemon (a warning says so): put the port in {URL.name}."))
+BASE_PATH = Key("hoodie.write.lock.zookeeper.base_path", None, _text, (
+    "ZookeeperBasedLockProvider: the ZooKeeper path under which the writers lock (required); the lock is "
+    "<base_path>/<lock_key>."))
+LOCK_KEY = Key("hoodie.write.lock.zookeeper.lock_key", None, optional_text, (
+    f"ZookeeperBasedLockProvider: the lock's name under the base path; unset = {TABLE_NAME.name} (from the "
+    "daemon's keys, else the table's hoodie.properties), as Hudi infers it."))
+SESSION_TIMEOUT = Key("hoodie.write.lock.zookeeper.session_timeout_ms", "60000", at_least(java_int, 1), (
+    "ZooKeeper lock: session timeout asked of the server (it caps it); the daemon's lock node disappears this "
+    "long after its connection is lost."), "session_timeout_ms")
+CONNECTION_TIMEOUT = Key("hoodie.write.lock.zookeeper.connection_timeout_ms", "15000", at_least(java_int, 1), (
+    "ZooKeeper lock: how long to wait for a connection when taking the lock before giving up for this round."),
+    "connection_timeout_ms")
+NUM_RETRIES = Key("hoodie.write.lock.num_retries", "15", at_least(java_int, 0), (
+    "ZooKeeper lock: how often a lost connection is retried (bounded exponential backoff, as Hudi's Curator "
+    "client)."), "num_retries")
+RETRY_WAIT = Key("hoodie.write.lock.wait_time_ms_between_retry", "1000", at_least(java_int, 1), (
+    "ZooKeeper lock: first wait between connection retries, in milliseconds."), "retry_wait_ms")
+RETRY_MAX_WAIT = Key("hoodie.write.lock.max_wait_time_ms_between_retry", "16000", at_least(java_int, 1), (
+    "ZooKeeper lock: longest wait between connection retries, in milliseconds."), "retry_max_wait_ms")
+APP_ID = Key("hoodie.write.lock.app_id", DEFAULT_APP_ID, _app_id, (
+    "ZooKeeper lock: written into the daemon's lock node as application_id=<value>, as Hudi 1.x writers write "
+    "theirs."), "app_id")
+_SETTINGS = (SESSION_TIMEOUT, CONNECTION_TIMEOUT, NUM_RETRIES, RETRY_WAIT, RETRY_MAX_WAIT, APP_ID)
+ZOOKEEPER_KEYS = (URL, PORT, BASE_PATH, LOCK_KEY, *_SETTINGS)
+"""The keys of the ZooKeeper locks, for the reference (with the table's, :mod:`.table_keys`)."""
 _BAD_PATH_CHARS = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff]")
 
 
@@ -102,48 +137,30 @@ def path_problem(path: str) -> str | None:
     return None
 
 
-def _read(props: Mapping[str, str], implicit: bool) -> tuple[dict[str, object], list[str]]:
-    problems: list[str] = []
-    values: dict[str, object] = {}
-    url = props.get(URL_KEY, "").strip()
-    if not url:
-        problems.append(f"{URL_KEY}: must be set (the ZooKeeper connect string host:port[,host:port], "
-                        "as the table's writers set it)")
-    else:
-        try:
-            collect_hosts(url)
-        except ValueError as e:
-            problems.append(f"{URL_KEY}: must be a ZooKeeper connect string host:port[,host:port][/chroot], "
-                            f"got {url!r} ({e})")
-    values["connect"] = url
+def _read(props: Mapping[str, str], implicit: bool) -> tuple[KeyReader, dict[str, Any]]:
+    reader = KeyReader(props)
+    url = reader.parsed(URL)
+    values: dict[str, Any] = {"connect": url or ""}
+    if url == "":
+        reader.problems.append(f"{URL.name}: must be set (the ZooKeeper connect string host:port[,host:port], "
+                               "as the table's writers set it)")
     if not implicit:
-        base = props.get(BASE_PATH_KEY, "").strip()
-        lock_key = props.get(LOCK_KEY_KEY, "").strip() or props.get(TABLE_NAME_KEY, "").strip() or None
+        base, lock_key = reader.get(BASE_PATH), reader.get(LOCK_KEY) or reader.get(TABLE_NAME)
         if not base:
-            problems.append(f"{BASE_PATH_KEY}: must be set (the ZooKeeper path under which the writers lock, "
-                            "e.g. /hudi/locks)")
+            reader.problems.append(f"{BASE_PATH.name}: must be set (the ZooKeeper path under which the writers "
+                                   "lock, e.g. /hudi/locks)")
         elif (why := path_problem(base if lock_key is None else f"{base}/{lock_key}")) is not None:
             shown = (f"{base!r}" if lock_key is None else
                      f"{base!r} with lock key {lock_key!r} (lock path {base}/{lock_key})")
-            problems.append(f"{BASE_PATH_KEY}: {why} (a ZooKeeper path), got {shown}")
+            reader.problems.append(f"{BASE_PATH.name}: {why} (a ZooKeeper path), got {shown}")
         values["base_path"], values["lock_key"] = base, lock_key
-    for key, (default, least) in _INT_KEYS.items():
-        raw = props.get(key)
-        try:
-            value = default if raw is None else java_int(raw)
-        except ValueError as e:
-            problems.append(f"{key}: {e}")
-            continue
-        if value < least:
-            problems.append(f"{key}: must be >= {least}, got {value}")
-        values[key] = value
-    values["app_id"] = props.get(APP_ID_KEY, "").strip() or DEFAULT_APP_ID
-    return values, problems
+    values.update(reader.get_all(_SETTINGS))
+    return reader, values
 
 
 def zookeeper_problems(props: Mapping[str, str], *, implicit: bool = False) -> list[str]:
     """What is wrong with the writers' ZooKeeper lock keys (``<key>: must be ..., got ...``), one line each."""
-    return _read(props, implicit)[1]
+    return _read(props, implicit)[0].problems
 
 
 def zookeeper_options(props: Mapping[str, str], *, implicit: bool = False, table_base_uri: str = "",
@@ -152,72 +169,29 @@ def zookeeper_options(props: Mapping[str, str], *, implicit: bool = False, table
 
     ``implicit`` reads them as ``ZookeeperBasedImplicitBasePathLockProvider`` does, hashing
     ``hoodie.base.path`` when set, else ``table_base_uri`` (the daemon's base path of the table)."""
-    values, problems = _read(props, implicit)
-    if problems:
-        return None, problems
-    if props.get(PORT_KEY, "").strip():
+    reader, values = _read(props, implicit)
+    if reader.problems:
+        return None, reader.problems
+    if (port := reader.get(PORT)) is not None:
         log.warning("hoodie.write.lock.zookeeper.port is ignored by Apache Hudi and by the daemon: "
                     "hoodie.write.lock.zookeeper.url is the whole connect string (host:port)",
-                    port=props[PORT_KEY].strip(), url=values["connect"])
-    lock_key: str | None
+                    port=port, url=values["connect"])
     if implicit:
-        table_path = props.get(TABLE_BASE_PATH_KEY, "").strip() or table_base_uri
-        base_path, lock_key = implicit_base_path(table_path), IMPLICIT_LOCK_KEY
-        ignored = sorted(k for k in (BASE_PATH_KEY, LOCK_KEY_KEY) if props.get(k, "").strip())
+        table_path = reader.get(TABLE_BASE_PATH) or table_base_uri
+        values["base_path"], values["lock_key"] = implicit_base_path(table_path), IMPLICIT_LOCK_KEY
+        ignored = [name for name, value in ((BASE_PATH.name, reader.get(BASE_PATH)),
+                                            (LOCK_KEY.name, reader.get(LOCK_KEY))) if value]
         if ignored:
             log.warning("keys ignored by the implicit ZooKeeper lock provider (Apache Hudi ignores them too)",
                         keys=ignored)
         log.info("ZooKeeper lock path derived from the table's base path", base_path=table_path,
-                 lock_path=f"{base_path}/{lock_key}")
-    else:
-        base_path = str(values["base_path"])
-        lock_key = None if values["lock_key"] is None else str(values["lock_key"])
-    return ZooKeeperOptions(
-        connect=str(values["connect"]), base_path=base_path, lock_key=lock_key,
-        session_timeout_ms=_int(values, SESSION_TIMEOUT_KEY),
-        connection_timeout_ms=_int(values, CONNECTION_TIMEOUT_KEY),
-        num_retries=_int(values, NUM_RETRIES_KEY), retry_wait_ms=_int(values, RETRY_WAIT_KEY),
-        retry_max_wait_ms=_int(values, RETRY_MAX_WAIT_KEY), app_id=str(values["app_id"]), timeout_s=timeout_s,
-    ), []
-
-
-def _int(values: Mapping[str, object], key: str) -> int:
-    value = values[key]
-    assert isinstance(value, int)
-    return value
-
-
-def zookeeper_reference() -> list[tuple[str, str | None, str]]:
-    """``(key, default, description)`` of every key the ZooKeeper locks read."""
-    return [
-        (URL_KEY, None, "ZooKeeper lock: the writers' connect string, host:port[,host:port][/chroot], used as is "
-         "(required)."),
-        (PORT_KEY, None, "Ignored by Apache Hudi and by the daemon (a warning says so): put the port in "
-         f"{URL_KEY}."),
-        (BASE_PATH_KEY, None, "ZookeeperBasedLockProvider: the ZooKeeper path under which the writers lock "
-         "(required); the lock is <base_path>/<lock_key>."),
-        (LOCK_KEY_KEY, None, "ZookeeperBasedLockProvider: the lock's name under the base path; unset = "
-         "hoodie.table.name (from the daemon's keys, else the table's hoodie.properties), as Hudi infers it."),
-        (SESSION_TIMEOUT_KEY, "60000", "ZooKeeper lock: session timeout asked of the server (it caps it); the "
-         "daemon's lock node disappears this long after its connection is lost."),
-        (CONNECTION_TIMEOUT_KEY, "15000", "ZooKeeper lock: how long to wait for a connection when taking the "
-         "lock before giving up for this round."),
-        (NUM_RETRIES_KEY, "15", "ZooKeeper lock: how often a lost connection is retried (bounded exponential "
-         "backoff, as Hudi's Curator client)."),
-        (RETRY_WAIT_KEY, "1000", "ZooKeeper lock: first wait between connection retries, in milliseconds."),
-        (RETRY_MAX_WAIT_KEY, "16000", "ZooKeeper lock: longest wait between connection retries, in "
-         "milliseconds."),
-        (APP_ID_KEY, DEFAULT_APP_ID, "ZooKeeper lock: written into the daemon's lock node as "
-         "application_id=<value>, as Hudi 1.x writers write theirs."),
-        (TABLE_BASE_PATH_KEY, None, "ZookeeperBasedImplicitBasePathLockProvider: the writers' base path of the "
-         "table, hashed into the lock path /tmp/<hash>/lock_key; unset = the daemon's base path of the table."),
-    ]
+                 lock_path=f"{values['base_path']}/{IMPLICIT_LOCK_KEY}")
+    return ZooKeeperOptions(**values, timeout_s=timeout_s), []
 
 
 __all__ = [
-    "APP_ID_KEY", "BASE_PATH_KEY", "CONNECTION_TIMEOUT_KEY", "IMPLICIT_LOCK_KEY", "IMPLICIT_ZOOKEEPER_PROVIDER",
-    "LOCK_KEY_KEY", "NUM_RETRIES_KEY", "PORT_KEY", "RETRY_MAX_WAIT_KEY", "RETRY_WAIT_KEY", "SESSION_TIMEOUT_KEY",
-    "TABLE_BASE_PATH_KEY", "TABLE_NAME_KEY", "URL_KEY", "ZOOKEEPER_PROVIDER", "ZooKeeperOptions",
+    "APP_ID", "BASE_PATH", "CONNECTION_TIMEOUT", "IMPLICIT_LOCK_KEY", "IMPLICIT_ZOOKEEPER_PROVIDER",
+    "LOCK_KEY", "NUM_RETRIES", "PORT", "RETRY_MAX_WAIT", "RETRY_WAIT", "SESSION_TIMEOUT",
+    "URL", "ZOOKEEPER_KEYS", "ZOOKEEPER_PROVIDER", "ZooKeeperOptions",
     "implicit_base_path", "path_problem", "zookeeper_options", "zookeeper_problems",
-    "zookeeper_reference",
 ]

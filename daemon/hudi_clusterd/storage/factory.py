@@ -10,9 +10,8 @@ from hudi_clusterd.storage.base import Storage, StorageSpec
 from hudi_clusterd.storage.local import LocalStorage
 from hudi_clusterd.storage.memory import MemoryStorage
 from hudi_clusterd.storage.object import ObjectStorage
-from hudi_clusterd.storage.object_config import OBJECT_STORE_SCHEMES, object_store_options
-
-_S3_SCHEMES = frozenset({"s3", "s3a"})
+from hudi_clusterd.storage.object_config import OBJECT_STORE_SCHEMES, S3_SCHEMES
+from hudi_clusterd.storage.s3_settings import object_store_options
 
 
 def open_storage(spec_or_uri: StorageSpec | str) -> Storage:
@@ -36,6 +35,6 @@ def table_storage_spec(base_path: str, props: Mapping[str, str]) -> StorageSpec:
     (``hoodie.aws.access.key``, ``hoodie.aws.secret.key``, ``hoodie.aws.session.token``); without them, and on
     every other storage, the client finds its settings in the environment as the cloud's SDKs do."""
     spec = StorageSpec(base_path)
-    if spec.scheme not in _S3_SCHEMES:
+    if spec.scheme not in S3_SCHEMES:
         return spec
     return StorageSpec(base_path, object_store_options(props))

@@ -5,16 +5,12 @@ URIs: ``s3://bucket/path`` and ``s3a://bucket/path`` (the same objects: Hudi rec
 scheme), ``gs://bucket/path``, ``abfs[s]://container@account.dfs.core.windows.net/path`` and
 ``az://container/path`` (the account from the options or ``AZURE_STORAGE_ACCOUNT_NAME``).
 
-Settings, highest first: the spec's options (obstore's own keys: ``endpoint``, ``region``, ``allow_http``,
-``access_key_id``, ``secret_access_key``, ``session_token``, ``virtual_hosted_style_request``...; the HTTP
-client's: ``connect_timeout``, ``timeout``, ``read_timeout``, ``proxy_url``...; retries: ``max_retries``,
-``retry_timeout`` in seconds), then the environment as every AWS SDK reads it (``AWS_ENDPOINT_URL_S3``, then
-``AWS_ENDPOINT_URL``; ``AWS_REGION``, then ``AWS_DEFAULT_REGION``; ``AWS_ALLOW_HTTP``; ``AWS_ACCESS_KEY_ID``,
-``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``), then, for S3 credentials, boto3's default chain (profiles of
-``AWS_PROFILE``/``AWS_SHARED_CREDENTIALS_FILE``/``~/.aws``, web identity on Kubernetes, container and instance
-metadata). An endpoint given means path-style requests unless ``virtual_hosted_style_request`` says otherwise,
-and an ``http://`` endpoint allows plain HTTP. GCS and Azure read their own variables
-(``GOOGLE_SERVICE_ACCOUNT``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``AZURE_STORAGE_ACCOUNT_NAME``,
+Settings, highest first: the spec's options (obstore's own keys; the HTTP client's: ``connect_timeout``,
+``timeout``, ``read_timeout``, ``proxy_url``...; retries: ``max_retries``, ``retry_timeout`` in seconds), then the
+environment. S3's endpoint, region, addressing style, plain HTTP and credentials are resolved by `s3_settings`
+(options and their aliases, then the variables every AWS SDK reads, then boto3's default chain for credentials),
+the same resolution Spark's S3A settings are derived from (`object_hadoop`). GCS and Azure read their own
+variables (``GOOGLE_SERVICE_ACCOUNT``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``AZURE_STORAGE_ACCOUNT_NAME``,
 ``AZURE_STORAGE_ACCOUNT_KEY``...), as obstore does. The option ``store=memory`` serves the URI from this process's
 in-memory object store of that bucket name instead (obstore's ``MemoryStore``, for tests).
 
@@ -33,13 +29,17 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
+from hudi_clusterd.domain.keys import Key, KeyReader, at_least
+from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import StorageAccessError, StorageError
+from hudi_clusterd.storage.s3_settings import DEFAULT_REGION, resolve_s3, truthy
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, MemoryStore, ObjectStore, RetryConfig, S3Credential
 
 Cloud = Literal["s3", "gcs", "azure"]
 S3_SCHEMES: Final = frozenset({"s3", "s3a"})
+"""The schemes Hudi's writers name S3 objects with (``StorageSchemes``); one family of objects."""
 GCS_SCHEMES: Final = frozenset({"gs"})
 AZURE_SCHEMES: Final = frozenset({"abfs", "abfss", "az"})
 OBJECT_STORE_SCHEMES: Final = S3_SCHEMES | GCS_SCHEMES | AZURE_SCHEMES
@@ -50,36 +50,31 @@ CLIENT_KEYS: Final = frozenset({
     "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url", "proxy_ca_certificate", "proxy_excludes",
     "randomize_addresses", "read_timeout", "root_certificate", "timeout", "user_agent"})
 """Options for obstore's HTTP client rather than for the store."""
-RETRY_KEYS: Final = frozenset({"max_retries", "retry_timeout"})
 STORE_KEY: Final = "store"
 
 DEFAULT_CLIENT: Final[Mapping[str, str]] = {"connect_timeout": "5s", "read_timeout": "30s", "timeout": "300s"}
 """A connection is given 5 s, a stalled answer 30 s, a whole request (a large range or part) 5 minutes."""
-DEFAULT_MAX_RETRIES: Final = 4
-DEFAULT_RETRY_TIMEOUT_S: Final = 60.0
-"""Four retries, backing off from 100 ms to at most 5 s: an unreachable endpoint fails within about two seconds,
-a store that answers 5xx for a moment is retried."""
 
-_S3_ALIASES: Final[Mapping[str, str]] = {
-    "aws_endpoint": "endpoint", "aws_endpoint_url": "endpoint", "aws_endpoint_url_s3": "endpoint",
-    "endpoint_url": "endpoint", "aws_region": "region", "aws_default_region": "region",
-    "aws_access_key_id": "access_key_id", "aws_secret_access_key": "secret_access_key",
-    "aws_session_token": "session_token", "aws_token": "session_token", "token": "session_token",
-    "aws_allow_http": "allow_http", "aws_virtual_hosted_style_request": "virtual_hosted_style_request",
-    "aws_skip_signature": "skip_signature",
-}
-_HUDI_KEYS: Final[Mapping[str, str]] = {
-    "hoodie.aws.access.key": "access_key_id",
-    "hoodie.aws.secret.key": "secret_access_key",
-    "hoodie.aws.session.token": "session_token",
-}
+
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {raw!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be > 0 seconds, got {raw.strip()}")
+    return value
+
+
+MAX_RETRIES = Key("max_retries", "4", at_least(java_int, 0), (
+    "Object stores (S3, GCS, Azure): how often a failed request is retried, backing off from 100 ms to at most "
+    "5 s (an unreachable endpoint fails within about two seconds)."))
+RETRY_TIMEOUT = Key("retry_timeout", "60", _seconds, (
+    "Object stores: seconds after which a request is no longer retried."))
+RETRY_OPTION_KEYS: Final = (MAX_RETRIES, RETRY_TIMEOUT)
+"""Every store's retry options (the other options go to obstore as they are)."""
+RETRY_KEYS: Final = frozenset(key.name for key in RETRY_OPTION_KEYS)
 _CREDENTIAL_TTL: Final = timedelta(minutes=5)
-
-
-def object_store_options(props: Mapping[str, str]) -> dict[str, str]:
-    """The storage options a Hudi writer's properties give (``hoodie.aws.access.key``, ``hoodie.aws.secret.key``,
-    ``hoodie.aws.session.token``), as obstore's keys; blank values are left out."""
-    return {option: props[key].strip() for key, option in _HUDI_KEYS.items() if props.get(key, "").strip()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +92,7 @@ class Location:
     @property
     def family(self) -> str:
         """Schemes of one family name the same objects (``s3`` and ``s3a``; ``abfs`` and ``abfss``)."""
-        return {"s3a": "s3", "abfss": "abfs"}.get(self.scheme, self.scheme)
+        return "s3" if self.scheme in S3_SCHEMES else {"abfss": "abfs"}.get(self.scheme, self.scheme)
 
     def same_bucket(self, other: Location) -> bool:
         return (self.family, self.bucket, self.account) == (other.family, other.bucket, other.account)
@@ -129,10 +124,6 @@ def parse_location(uri: str) -> Location:
             raise StorageError(f"{uri}: expected {scheme}://<container>@<account>.dfs.core.windows.net/<path>")
         account = labels[0]
     return Location(scheme, "azure", netloc, container, key, account)
-
-
-def truthy(value: str | None) -> bool:
-    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
 
 
 class MemoryBuckets:
@@ -222,64 +213,44 @@ def _split(options: Mapping[str, str], uri: str) -> tuple[dict[str, str], dict[s
 
 
 def _retry_config(retry: Mapping[str, str], uri: str) -> RetryConfig:
-    try:
-        max_retries = int(retry.get("max_retries", DEFAULT_MAX_RETRIES))
-        timeout_s = float(retry.get("retry_timeout", DEFAULT_RETRY_TIMEOUT_S))
-    except ValueError as e:
-        raise StorageAccessError(f"{uri}: storage options max_retries and retry_timeout are numbers: {e}") from e
-    if max_retries < 0 or not math.isfinite(timeout_s) or timeout_s <= 0:
-        raise StorageAccessError(f"{uri}: max_retries must be >= 0 and retry_timeout > 0 seconds")
+    reader = KeyReader(retry)
+    max_retries, timeout_s = reader.get(MAX_RETRIES), reader.get(RETRY_TIMEOUT)
+    if reader.problems:
+        raise StorageAccessError(f"{uri}: storage option {reader.problems[0]}")
     return {"max_retries": max_retries, "retry_timeout": timedelta(seconds=timeout_s),
             "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=5),
                         "base": 2}}
 
 
-def _s3(loc: Location, config: dict[str, str], client: dict[str, str], retry: RetryConfig,
-        env: Mapping[str, str]) -> StoreSetup:
+def _s3(loc: Location, options: Mapping[str, str], env: Mapping[str, str]) -> StoreSetup:
     from obstore.store import S3Store
 
-    opts: dict[str, str] = {}
-    for key, value in config.items():
-        name = _S3_ALIASES.get(key, key)
-        if name in opts:
-            raise StorageAccessError(f"{loc.scheme}://{loc.netloc}: storage option {name!r} is given twice "
-                                     f"(as {key!r} too)")
-        opts[name] = value
-    endpoint = opts.pop("endpoint", "") or env.get("AWS_ENDPOINT_URL_S3", "") or env.get("AWS_ENDPOINT_URL", "")
-    if "allow_http" in opts:
-        client["allow_http"] = opts.pop("allow_http")
-    client.setdefault("allow_http", "true" if truthy(env.get("AWS_ALLOW_HTTP")) or endpoint.startswith("http://")
-                      else "false")
-    if "virtual_hosted_style_request" not in opts and "AWS_VIRTUAL_HOSTED_STYLE_REQUEST" not in env and endpoint:
-        opts["virtual_hosted_style_request"] = "false"
-    key_id, secret, token = (opts.pop("access_key_id", ""), opts.pop("secret_access_key", ""),
-                             opts.pop("session_token", "") or None)
-    where = "the storage options"
-    if not (key_id or secret):
-        key_id, secret = env.get("AWS_ACCESS_KEY_ID", ""), env.get("AWS_SECRET_ACCESS_KEY", "")
-        token = env.get("AWS_SESSION_TOKEN") or None
-        where = "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
-    if bool(key_id) != bool(secret):
-        raise StorageAccessError(f"{loc.scheme}://{loc.bucket}: {where} give an access key id without a secret "
-                                 "access key, or the other way round")
-    region = opts.pop("region", "") or env.get("AWS_REGION", "") or env.get("AWS_DEFAULT_REGION", "")
+    uri = f"{loc.scheme}://{loc.bucket}"
+    settings = resolve_s3(options, env, uri)
+    opts, client, retry = _split(settings.options, uri)
+    client["allow_http"] = "true" if settings.allow_http else "false"
+    if settings.virtual_hosted is not None or settings.endpoint:
+        opts["virtual_hosted_style_request"] = "false" if settings.path_style else "true"
+    if settings.skip_signature:
+        opts["skip_signature"] = "true"
+    region = settings.fixed_region or ""
     provider: Any = None
-    if key_id:
-        provider = _StaticCredentials(key_id, secret, token)
-    elif not truthy(opts.get("skip_signature")):
+    if settings.credentials is not None:
+        c = settings.credentials
+        provider = _StaticCredentials(c.access_key_id, c.secret_access_key, c.session_token)
+    elif settings.uses_chain:
         provider, profile_region = _boto3_chain(loc)
-        region = region or profile_region
-    region = region or "us-east-1"
-    if endpoint:
-        opts["endpoint"] = endpoint
-        opts["aws_endpoint_url_s3"] = endpoint  # else obstore would prefer the variable's
+        region = region or profile_region or DEFAULT_REGION
+    if settings.endpoint:
+        opts["endpoint"] = settings.endpoint
+        opts["aws_endpoint_url_s3"] = settings.endpoint  # else obstore would prefer the variable's
     try:
         store = S3Store(loc.bucket, config={**opts, "region": region},  # type: ignore[arg-type]
-                        client_options=_client(client), retry_config=retry, credential_provider=provider)
+                        client_options=_client(client), retry_config=_retry_config(retry, uri),
+                        credential_provider=provider)
     except Exception as e:
-        raise StorageAccessError(f"{loc.scheme}://{loc.bucket}: cannot configure the S3 client: "
-                                 f"{_first_line(e)}") from e
-    described = safe_endpoint(endpoint) if endpoint else f"https://s3.{region}.amazonaws.com"
+        raise StorageAccessError(f"{uri}: cannot configure the S3 client: {_first_line(e)}") from e
+    described = safe_endpoint(settings.endpoint) if settings.endpoint else f"https://s3.{region}.amazonaws.com"
     bulk = not truthy(opts.get("disable_bulk_delete"))
     return StoreSetup(store, described, bulk_delete=bulk)
 
@@ -354,10 +325,10 @@ def build_store(loc: Location, options: Mapping[str, str], memory: MemoryBuckets
         if kind.strip().lower() != "memory":
             raise StorageAccessError(f"{uri}: storage option store={kind!r}: only 'memory' is known")
         return StoreSetup(memory.get(loc.bucket), "memory", bulk_delete=True)
+    if loc.cloud == "s3":
+        return _s3(loc, options, env)
     config, client, retry = _split(options, uri)
     retry_config = _retry_config(retry, uri)
-    if loc.cloud == "s3":
-        return _s3(loc, config, client, retry_config, env)
     if loc.cloud == "gcs":
         return _gcs(loc, config, client, retry_config)
     return _azure(loc, config, client, retry_config, env)
@@ -369,5 +340,5 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-__all__ = ["OBJECT_STORE_SCHEMES", "Location", "MemoryBuckets", "StoreSetup", "Versions", "build_store",
-           "object_store_options", "parse_location", "safe_endpoint", "versions"]
+__all__ = ["OBJECT_STORE_SCHEMES", "S3_SCHEMES", "Location", "MemoryBuckets", "StoreSetup", "Versions", "build_store",
+           "parse_location", "safe_endpoint", "versions"]

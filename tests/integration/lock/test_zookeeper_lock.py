@@ -17,7 +17,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from hudi_clusterd.errors import LockError
-from hudi_clusterd.lock import LocalMutexes, ZooKeeperLease, ZooKeeperLockProvider, lock_provider_from_properties
+from hudi_clusterd.lock import LocalMutexes, lock_provider_from_properties
+from hudi_clusterd.lock.zookeeper import ZooKeeperLease, ZooKeeperLockProvider
 from hudi_clusterd.storage import open_storage
 from tests.harness.servers import free_port
 from tests.harness.zookeeper_locks import CuratorContender, TcpProxy, curator_rule_order, expire_session, wait_until

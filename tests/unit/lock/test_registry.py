@@ -14,7 +14,6 @@ from hudi_clusterd.lock import (
     FileSystemLockProvider,
     LocalMutexes,
     StorageLockProvider,
-    ZooKeeperLockProvider,
     lock_problems,
     lock_properties,
     lock_provider_from_properties,
@@ -23,6 +22,7 @@ from hudi_clusterd.lock import (
 from hudi_clusterd.lock.file import file_lock_options
 from hudi_clusterd.lock.registry import PROVIDERS
 from hudi_clusterd.lock.storage_lock_format import StorageLockTimes
+from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider
 from hudi_clusterd.storage import MemoryStorage, open_storage
 from tests.builders import make_policy
 

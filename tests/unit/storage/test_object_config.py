@@ -148,7 +148,8 @@ def test_without_keys_the_boto3_chain_reads_a_profile(tmp_path: Path, monkeypatc
     ({"access_key_id": "AKIAONLY"}, "without a secret"),
     ({"bogus_key": "s3cr3t-value", **KEYS}, "bogus_key"),
     ({"endpoint": "http://a:1", "aws_endpoint_url": "http://b:1", **KEYS}, "given twice"),
-    ({"max_retries": "many", **KEYS}, "numbers"),
+    ({"max_retries": "many", **KEYS}, "storage option max_retries: must be an integer, got 'many'"),
+    ({"retry_timeout": "0", **KEYS}, "storage option retry_timeout: must be > 0 seconds, got 0"),
     ({"store": "disk"}, "only 'memory'"),
 ])
 def test_bad_options_are_refused_in_one_line_without_their_values(options: dict[str, str], says: str) -> None:
