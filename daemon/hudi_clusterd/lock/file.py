@@ -212,34 +212,34 @@ class FileSystemLockProvider:
         finally:
             lease.release()
 
-    def take_over_if_dead(self, f: LockFile) -> None:
+    def take_over_if_dead(self, f: LockFile) -> bool:
         """Move away a lock file whose holder is dead: ours unrefreshed for ``stale_s``, Hudi's past its expiry.
         Only the version judged is moved: a file created after it (another contender took the dead one over and a
-        live holder created it anew) is put back."""
+        live holder created it anew) is put back. True when it moved the file."""
         info = f.storage.info(f.rel)
         if info is None:
-            return
+            return False
         age = self.clock() - info.mtime_ms / 1000.0
         ours = _read_lock(f).get("holder") == HOLDER
         limit = self.options.stale_s if ours else f.writers_expire_s
         if limit <= 0 or age <= limit:
-            return
+            return False
         folder, name = posixpath.split(f.rel)
         grave = posixpath.join(folder, f".{name}.dead.{uuid.uuid4().hex}")
         try:
             f.storage.rename(f.rel, grave)
         except StorageError:
-            return  # another contender moved it first
+            return False  # another contender moved it first
         moved = f.storage.info(grave)
         if moved is None or (moved.version, moved.mtime_ms, moved.size) != (info.version, info.mtime_ms, info.size):
             self._put_back(f, grave)
-            return
-        self.stats.add_takeover()
+            return False
         log.warning("took over a dead table lock", lock=f.full_path, age_s=round(age, 3),
                     holder=HOLDER if ours else "an Apache Hudi writer")
         f.storage.delete(grave, missing_ok=True)
         if not ours:  # Hadoop's local file system keeps a checksum beside the file it created
             f.storage.delete(posixpath.join(folder, f".{name}.crc"), missing_ok=True)
+        return True
 
     def _put_back(self, f: LockFile, grave: str) -> None:
         """A lock file created after the one judged dead was moved away with it: create it again (unless yet
@@ -275,6 +275,7 @@ class FileLease(LeaseBase):
         self.provider = provider
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._files: list[LockFile] = []
+        self._took_over = False
 
     @property
     def owner(self) -> str:
@@ -305,7 +306,9 @@ class FileLease(LeaseBase):
                 self._files.append(f)
                 continue
             self._give_back()
-            self.provider.take_over_if_dead(f)
+            if self.provider.take_over_if_dead(f) and not self._took_over:
+                self._took_over = True  # one take-over of the lock, whatever number of its files it moved
+                self.stats.add_takeover()
             raise _Held(f.full_path)
 
     # --- the protocol's steps --------------------------------------------------------------------------------
