@@ -3,6 +3,8 @@
 (:mod:`.file`, :mod:`.zookeeper`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys
 (:mod:`.registry`)."""
 
+from typing import TYPE_CHECKING
+
 from hudi_clusterd.lock.file import AUX_LOCK_FILE, LOCK_FILE, FileLease, FileSystemLockProvider, LockOptions
 from hudi_clusterd.lock.provider import Lease, LocalMutexes, LockProvider
 from hudi_clusterd.lock.registry import (
@@ -16,7 +18,19 @@ from hudi_clusterd.lock.registry import (
 from hudi_clusterd.lock.storage_lock import StorageLease, StorageLockProvider
 from hudi_clusterd.lock.storage_lock_format import LOCKS_FOLDER, STORAGE_PROVIDER, LockData, storage_lock_times
 from hudi_clusterd.lock.usage import LockStats, LockUsage
-from hudi_clusterd.lock.zookeeper import ZooKeeperLease, ZooKeeperLockProvider
+
+if TYPE_CHECKING:
+    from hudi_clusterd.lock.zookeeper import ZooKeeperLease, ZooKeeperLockProvider
+
+
+def __getattr__(name: str) -> object:
+    """The ZooKeeper lock's classes, imported (with kazoo) on first use only."""
+    if name in ("ZooKeeperLease", "ZooKeeperLockProvider"):
+        from hudi_clusterd.lock import zookeeper
+
+        return getattr(zookeeper, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AUX_LOCK_FILE",

@@ -284,14 +284,6 @@ class DynamoDBLockProvider:
 # --- the registry's entries (hudi_clusterd.lock.registry) ---------------------------------------------------
 
 
-def dynamodb_problems(props: Mapping[str, str]) -> list[str]:
-    return dynamodb_lock_config(props)[1]
-
-
-def implicit_dynamodb_problems(props: Mapping[str, str]) -> list[str]:
-    return dynamodb_lock_config(props, implicit=True)[1]
-
-
 def _build(props: Mapping[str, str], storage: Storage, timeout_s: float, mutexes: LocalMutexes | None,
            implicit: bool) -> DynamoDBLockProvider:
     config, problems = dynamodb_lock_config(props, implicit=implicit)
@@ -313,4 +305,4 @@ def build_implicit_dynamodb(props: Mapping[str, str], storage: Storage, *, timeo
 
 
 __all__ = ["DynamoDBLease", "DynamoDBLockProvider", "build_dynamodb",
-           "build_implicit_dynamodb", "dynamodb_problems", "implicit_dynamodb_problems"]
+           "build_implicit_dynamodb"]

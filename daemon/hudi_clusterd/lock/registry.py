@@ -26,13 +26,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from hudi_clusterd.errors import ConfigError
-from hudi_clusterd.lock.dynamodb import (
-    build_dynamodb,
-    build_implicit_dynamodb,
-    dynamodb_problems,
-    implicit_dynamodb_problems,
-)
-from hudi_clusterd.lock.dynamodb_config import DYNAMODB_IMPLICIT_PROVIDER, DYNAMODB_PROVIDER
+from hudi_clusterd.lock.dynamodb_config import DYNAMODB_IMPLICIT_PROVIDER, DYNAMODB_PROVIDER, dynamodb_lock_config
 from hudi_clusterd.lock.dynamodb_config import reference as dynamodb_reference
 from hudi_clusterd.lock.file import (
     DEFAULT_STALE_S,
@@ -53,7 +47,6 @@ from hudi_clusterd.lock.storage_lock_format import (
     VALIDITY_KEY,
     storage_lock_times,
 )
-from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider
 from hudi_clusterd.lock.zookeeper_options import (
     IMPLICIT_ZOOKEEPER_PROVIDER,
     TABLE_BASE_PATH_KEY,
@@ -137,7 +130,25 @@ def _zookeeper_builder(implicit: bool) -> _Build:
                                               timeout_s=timeout_s)
         if options is None:
             raise ConfigError("invalid table lock settings", problems)
+        from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider  # kazoo, only for a table that uses it
+
         return ZooKeeperLockProvider(options, storage, mutexes=mutexes)
+
+    return build
+
+
+def _dynamodb_problems(implicit: bool) -> Callable[[Mapping[str, str]], list[str]]:
+    return lambda props: dynamodb_lock_config(props, implicit=implicit)[1]
+
+
+def _dynamodb_builder(implicit: bool) -> _Build:
+    def build(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
+              mutexes: LocalMutexes | None) -> LockProvider:
+        # boto3 and botocore, only for a table that uses it
+        from hudi_clusterd.lock.dynamodb import build_dynamodb, build_implicit_dynamodb
+
+        builder = build_implicit_dynamodb if implicit else build_dynamodb
+        return builder(props, storage, timeout_s=timeout_s, stale_s=stale_s, mutexes=mutexes)
 
     return build
 
@@ -147,8 +158,8 @@ PROVIDERS: Mapping[str, Registration] = MappingProxyType({
     STORAGE_PROVIDER: Registration(_storage_problems, _storage),
     ZOOKEEPER_PROVIDER: Registration(_zookeeper_problems, _zookeeper_builder(implicit=False)),
     IMPLICIT_ZOOKEEPER_PROVIDER: Registration(_implicit_zookeeper_problems, _zookeeper_builder(implicit=True)),
-    DYNAMODB_PROVIDER: Registration(dynamodb_problems, build_dynamodb),
-    DYNAMODB_IMPLICIT_PROVIDER: Registration(implicit_dynamodb_problems, build_implicit_dynamodb),
+    DYNAMODB_PROVIDER: Registration(_dynamodb_problems(implicit=False), _dynamodb_builder(implicit=False)),
+    DYNAMODB_IMPLICIT_PROVIDER: Registration(_dynamodb_problems(implicit=True), _dynamodb_builder(implicit=True)),
 })
 """Hudi's lock provider class name -> the daemon's implementation of that lock."""
 

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import structlog
-from kazoo.hosts import collect_hosts
 
 from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.lock.base_path_id import base_path_id
@@ -111,6 +110,8 @@ def _read(props: Mapping[str, str], implicit: bool) -> tuple[dict[str, object], 
                         "as the table's writers set it)")
     else:
         try:
+            from kazoo.hosts import collect_hosts  # kazoo, only for a table that uses it
+
             collect_hosts(url)
         except ValueError as e:
             problems.append(f"{URL_KEY}: must be a ZooKeeper connect string host:port[,host:port][/chroot], "
