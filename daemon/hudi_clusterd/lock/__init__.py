@@ -1,7 +1,7 @@
-"""The table lock that every writer of a table shares: a provider (:mod:`.provider`), its implementations
-(:mod:`.file`, :mod:`.storage_lock`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys
-(:mod:`.file`, :mod:`.zookeeper`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys
-(:mod:`.registry`)."""
+"""The table lock that every writer of a table shares: the seam every lock implements (:mod:`.provider`), the
+lease they share (:mod:`.lease`), the locks themselves (:mod:`.file`, :mod:`.storage_lock`, :mod:`.dynamodb`,
+:mod:`.zookeeper`) and the registry that picks one from the table's ``hoodie.write.lock.*`` keys
+(:mod:`.registry`). The ZooKeeper lock's names are loaded, with kazoo, on first use."""
 
 from typing import TYPE_CHECKING
 
