@@ -1,21 +1,13 @@
-"""What every lease of the table lock shares, whatever holds it: the heartbeat thread, the loss state, the counters
-of a lost lease and the hand-back. Each provider's lease supplies only its protocol's steps: renew once, check
-that the lock is still ours, give it back once.
+"""What every lease of the table lock shares: the heartbeat thread, the loss state and its counter, the hand-back.
+Each provider's lease supplies its protocol's steps only: renew once (`LeaseBase._renew_once`), check the lock is
+still its own (`LeaseBase._check_ours`), give it back once (`LeaseBase._give_back`); one step runs at a time
+(``io``).
 
-- **Holding.** `LeaseBase.start` marks the lease held and, when the provider renews its lock, starts a heartbeat
-  thread that calls the renewal every ``heartbeat_s``. A renewal the lock service did not answer raises `Unanswered`;
-  it is counted (``stats.connection_retries``) and tried again under the lease's ``heartbeat_retry`` policy, then at
-  the next beat. A heartbeat that dies of a defect loses the lease rather than let it lapse unseen.
-- **Losing.** `LeaseBase.lose` records the first reason for good, counts the loss once (``stats.leases_lost``) and
-  logs it; from then on `LeaseBase.verify` raises `LockError` and nothing renews the lease.
-- **Releasing.** `LeaseBase.release` stops the heartbeat, gives the lock back once (unless another writer took it,
-  ``taken``) and lets the next thread of this process in (the provider's in-process mutex); a second call does
-  nothing.
-
-One protocol step runs at a time (``io``): a renewal, a check and the release never interleave.
-
-`polling` gives the policy every wait of the lock package goes through (`hudi_clusterd.retry.RetryPolicy`), with
-its pauses cut at the deadline so that a wait ends on time.
+A renewal the lock service did not answer raises `Unanswered`: counted (``stats.connection_retries``), tried again
+under the lease's ``heartbeat_retry`` policy, then at the next beat. A heartbeat that dies of a defect loses the
+lease rather than let it lapse unseen. A lost lease stays lost: its first reason is kept, counted once
+(``stats.leases_lost``), and every `LeaseBase.verify` raises `LockError`. `polling` is the retry policy of every
+wait of the lock package, its pauses cut at the deadline so that a wait ends on time.
 """
 
 from __future__ import annotations
@@ -57,10 +49,6 @@ def polling(deadline_s: float, first_s: float, cap_s: float | None = None, *,
 
     return RetryPolicy(deadline_s=max(deadline_s, 0.0), first_s=first_s,
                        cap_s=first_s if cap_s is None else cap_s, jitter_s=0.0, sleep=pause, clock=clock)
-
-
-def _unanswered(e: BaseException) -> bool:
-    return isinstance(e, Unanswered)
 
 
 class LeaseBase(ABC):
@@ -170,6 +158,9 @@ class LeaseBase(ABC):
                 log.warning("table lock renewal unanswered; tried again", lock=self.where, error=str(e))
                 raise
 
+    def _worth_retrying(self, e: BaseException) -> bool:
+        return isinstance(e, Unanswered) and not self._stop.is_set()
+
     def _beat(self) -> None:
         assert self._heartbeat_s is not None
         r = self._heartbeat_retry
@@ -181,7 +172,7 @@ class LeaseBase(ABC):
         try:
             while not self._stop.wait(self._heartbeat_s):
                 with contextlib.suppress(Unanswered):  # tried again at the next beat
-                    policy.call(self._renew_step, retry_on=lambda e: _unanswered(e) and not self._stop.is_set())
+                    policy.call(self._renew_step, retry_on=self._worth_retrying)
                 if self._lost is not None or self._released:
                     return
         except Exception as e:  # a defect: the lease must not outlive its heartbeat

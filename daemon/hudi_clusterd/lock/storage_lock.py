@@ -309,6 +309,10 @@ class StorageLease(LeaseBase):
             self.taken = True
             self.lose("another writer changed or removed the lock file")
             return False
+        except LockError as e:  # the file is no lock any more
+            self.taken = True
+            self.lose(str(e))
+            return False
         return True
 
     def _check_ours(self) -> None:
