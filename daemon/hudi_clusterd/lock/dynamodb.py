@@ -39,7 +39,7 @@ from hudi_clusterd.lock.dynamodb_config import DynamoDBLockConfig, dynamodb_lock
 from hudi_clusterd.lock.dynamodb_lease import GIVE_BACK_MAX_S, DynamoDBLease, LeaseTerms, counting
 from hudi_clusterd.lock.dynamodb_table import ConditionFailed, LockItem, LockTable, Unreachable, make_client
 from hudi_clusterd.lock.lease import polling
-from hudi_clusterd.lock.provider import LocalMutexes, lease_clock
+from hudi_clusterd.lock.provider import LocalMutexes, lease_clock, take_mutex
 from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.storage import Storage
 
@@ -138,9 +138,7 @@ class DynamoDBLockProvider:
         deadline = self.clock() + timeout
         key = self.partition_key
         mutex = self._mutexes.for_key(f"dynamodb:{self.table.endpoint}:{self.config.table}:{key}")
-        if not mutex.acquire(timeout=max(timeout, 0.0)):
-            raise LockError(f"{self.table.where}: timed out after {timeout:g}s waiting for another thread of "
-                            f"this process (lock {key!r})")
+        take_mutex(mutex, timeout, f"{self.table.where} lock {key!r}")
         try:
             self._ensure_table(deadline)
             return self._take(key, timeout, deadline, mutex)

@@ -48,7 +48,7 @@ import structlog
 from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import LockError, StorageError
 from hudi_clusterd.lock.lease import LeaseBase, Unanswered, polling
-from hudi_clusterd.lock.provider import LocalMutexes
+from hudi_clusterd.lock.provider import LocalMutexes, take_mutex
 from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.storage import PutMode, Storage, open_storage
 
@@ -188,9 +188,7 @@ class FileSystemLockProvider:
         self.check_supported()
         timeout = self.timeout_s if timeout_s is None else timeout_s
         waiting = polling(timeout, 0.02, 0.5)
-        if not self._mutex.acquire(timeout=max(timeout, 0.0)):
-            raise LockError(f"{self.files[0].full_path}: timed out after {timeout:.0f}s waiting for another "
-                            "thread of this process")
+        take_mutex(self._mutex, timeout, self.files[0].full_path)
         lease = FileLease(self, self._mutex)
         try:
             waiting.call(lease.try_create_all, retry_on=lambda e: isinstance(e, _Held))

@@ -47,7 +47,7 @@ import structlog
 
 from hudi_clusterd.errors import LockError, PreconditionFailed, StorageError
 from hudi_clusterd.lock.lease import LeaseBase, Unanswered, polling
-from hudi_clusterd.lock.provider import LocalMutexes, lease_clock
+from hudi_clusterd.lock.provider import LocalMutexes, lease_clock, take_mutex
 from hudi_clusterd.lock.storage_lock_format import (
     CLOCK_DRIFT_S,
     DEFAULT_RENEW_S,
@@ -154,9 +154,7 @@ class StorageLockProvider:
         self.check_supported()
         timeout = self.timeout_s if timeout_s is None else timeout_s
         waiting = polling(timeout, self.retry_interval_s)
-        if not self.mutex.acquire(timeout=max(timeout, 0.0)):
-            raise LockError(f"{self.full_path}: timed out after {timeout:g}s waiting for another thread of this "
-                            "process")
+        take_mutex(self.mutex, timeout, self.full_path)
         owner = str(uuid.uuid4())
         sent: list[float] = []  # when each write of ours that may have landed was sent
         try:
@@ -277,18 +275,15 @@ class StorageLease(LeaseBase):
         `PreconditionFailed` when another writer has the file, `Unanswered` when the storage did not answer."""
         p = self.provider
         try:
-            for _ in range(2):
-                try:
-                    written = p.storage.put(LOCK_FILE, data.to_json(), if_match=self._version)
-                    break
-                except PreconditionFailed:
-                    if not self._adopt():
-                        raise
-            else:
-                raise PreconditionFailed(f"{self.where}: the lock file changed twice under its own holder")
+            try:
+                written = p.storage.put(LOCK_FILE, data.to_json(), if_match=self._version)
+            except PreconditionFailed:
+                if not self._adopt():
+                    raise
+                written = p.storage.put(LOCK_FILE, data.to_json(), if_match=self._version)
+        except PreconditionFailed:
+            raise
         except StorageError as e:
-            if isinstance(e, PreconditionFailed):
-                raise
             self._unsettled = started if self._unsettled is None else self._unsettled
             raise Unanswered(str(e)) from None
         self._data, self._version, self._sent_at, self._unsettled = data, p.version_of(written), started, None

@@ -37,7 +37,7 @@ from kazoo.retry import KazooRetry
 from hudi_clusterd.errors import LockError, MetadataDecodeError, StorageError
 from hudi_clusterd.formats.java_properties import parse_properties
 from hudi_clusterd.lock.lease import LeaseBase
-from hudi_clusterd.lock.provider import LocalMutexes
+from hudi_clusterd.lock.provider import LocalMutexes, take_mutex
 from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.lock.zookeeper_options import TABLE_NAME_KEY, ZooKeeperOptions, path_problem
 from hudi_clusterd.storage import Storage
@@ -142,9 +142,7 @@ class ZooKeeperLockProvider:
         if (why := path_problem(lock_path)) is not None:
             raise LockError(f"ZooKeeper lock path {lock_path!r} {why}; check hoodie.write.lock.zookeeper.base_path "
                             "and lock_key")
-        if not self._mutex.acquire(timeout=timeout):
-            raise LockError(f"{self.describe()}: timed out after {timeout:g}s waiting for another thread of this "
-                            "process")
+        take_mutex(self._mutex, timeout, self.describe())
         client: Any = None
         try:
             client = self._start_client()
