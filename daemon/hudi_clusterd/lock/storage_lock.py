@@ -39,8 +39,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import structlog
@@ -174,12 +173,6 @@ class StorageLockProvider:
         lease.start()
         log.debug("took the table lock", lock=self.full_path, owner=owner, valid_until=_iso(lease.valid_until_ms))
         return lease
-
-    @contextmanager
-    def held(self, timeout_s: float | None = None) -> Iterator[StorageLease]:
-        """Hold the lock for the ``with`` block."""
-        with self.acquire(timeout_s) as lease:
-            yield lease
 
     def _attempt(self, owner: str, sent: list[float]) -> StorageLease:
         """One try: the lease, or `_NotYet` saying why there is none."""
