@@ -101,7 +101,9 @@ class PreconditionFailed(StorageError):
 
 
 class LockError(ClusterdError):
-    """The table lock could not be taken in time."""
+    """The table lock was not had: not taken in time (held by another writer, or its lock service did not answer),
+    not to be held on this storage or with these settings, or a lease lost while held (nothing more is written
+    under it)."""
 
     retryable = True
 

@@ -68,6 +68,9 @@ class Implementation:
     build: Builder
     kill: Callable[[Lease, Clock, pytest.FixtureRequest], None]
     """Make a holder's lease die (``late`` is the clock of the handles that then take the lock)."""
+    takes_over: bool = True
+    """Whether the provider itself takes a dead holder's lock over (and counts it); ZooKeeper's server does, by
+    ending the dead session."""
 
 
 def file_system_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float],
@@ -132,6 +135,14 @@ def s3_storage(request: pytest.FixtureRequest, table: Path) -> Storage:
     return open_storage(StorageSpec(f"s3://{server.bucket}/{prefix}", server.storage_options()))
 
 
+def azurite_storage(request: pytest.FixtureRequest, table: Path) -> Storage:
+    """The object storage on the session's Azurite server (Azure Blob Storage), a prefix per table."""
+    server: Any = request.getfixturevalue("azurite_server")
+    prefix = f"lock-contract-{uuid.uuid5(uuid.NAMESPACE_URL, str(table)).hex}"
+    uri = server.fresh_uri(prefix).rsplit("-", 1)[0]  # the same place on every call for one table
+    return open_storage(StorageSpec(uri, server.storage_options()))
+
+
 def dynamodb_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Callable[[], float],
                   request: pytest.FixtureRequest) -> LockProvider:
     """DynamoDB's lock on moto's server, its lease the stale time: a holder renews it every third of it."""
@@ -152,11 +163,12 @@ def dynamodb_lock(table: Path, *, timeout_s: float, stale_s: float, clock: Calla
 IMPLEMENTATIONS = [
     pytest.param(Implementation(file_system_lock, age_past_the_stale_time), id="file-system"),
     pytest.param(Implementation(dynamodb_lock, age_past_the_stale_time), id="dynamodb"),
-    pytest.param(Implementation(zookeeper_lock, expire_the_session), id="zookeeper"),
+    pytest.param(Implementation(zookeeper_lock, expire_the_session, takes_over=False), id="zookeeper"),
     pytest.param(Implementation(storage_lock(memory_storage), age_past_the_stale_time), id="storage-memory"),
     pytest.param(Implementation(storage_lock(object_memory_storage), age_past_the_stale_time),
                  id="storage-object-memory"),
     pytest.param(Implementation(storage_lock(s3_storage), age_past_the_stale_time), id="storage-s3-seaweedfs"),
+    pytest.param(Implementation(storage_lock(azurite_storage), age_past_the_stale_time), id="storage-azure-azurite"),
 ]
 
 
@@ -264,7 +276,8 @@ def test_a_lease_not_refreshed_for_the_stale_time_is_taken_over(make: Callable[.
 
 
 def test_verify_fails_once_another_holder_took_the_lock_over(make: Callable[..., LockProvider],
-                                                             kill: Callable[[Lease, Clock], None]) -> None:
+                                                             kill: Callable[[Lease, Clock], None],
+                                                             implementation: Implementation) -> None:
     late = Clock()
     holder, other = make(), make(clock=late)
     lease = holder.acquire()
@@ -273,14 +286,18 @@ def test_verify_fails_once_another_holder_took_the_lock_over(make: Callable[...,
     kill(lease, late)
     taken = other.acquire()
     try:
+        # And the take-over is counted by the handle that took it, the loss once by the one that lost it
+        assert (other.stats.takeovers, other.stats.leases_lost) == (int(implementation.takes_over), 0)
         with pytest.raises(LockError, match="lost while held"):
             lease.verify()
         with pytest.raises(LockError):  # and it stays lost
             lease.verify()
         taken.verify()
+        assert (holder.stats.leases_lost, holder.stats.takeovers) == (1, 0)
     finally:
         lease.release()
         taken.release()
+    assert (holder.stats.leases_lost, other.stats.leases_lost) == (1, 0)
 
 
 def test_a_release_after_the_loss_leaves_the_new_holders_lock_alone(make: Callable[..., LockProvider],

@@ -17,7 +17,7 @@ every timeline write) fails once that is older than the lease less a safety marg
 item taken, or when the item no longer is ours, and from then on the lease is lost for good. The heartbeat never
 renews a lease whose time ran out.
 
-A lost connection or throttling is retried with bounded exponential back-off (counted in
+A lost connection or throttling is retried with bounded exponential back-off (`LeaseTerms.retrying`, counted in
 :attr:`DynamoDBLockProvider.stats`) until the wait times out, then fails with a ``LockError`` naming the endpoint
 and the lock table; a write of ours that may have landed before a failure is deleted again.
 """
@@ -36,9 +36,10 @@ import structlog
 
 from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock.dynamodb_config import DynamoDBLockConfig, partition_key
-from hudi_clusterd.lock.dynamodb_lease import GIVE_BACK_MAX_S, Backoff, DynamoDBLease
+from hudi_clusterd.lock.dynamodb_lease import GIVE_BACK_MAX_S, DynamoDBLease, LeaseTerms, counting
 from hudi_clusterd.lock.dynamodb_table import ConditionFailed, LockItem, LockTable, Unreachable, make_client
-from hudi_clusterd.lock.provider import LocalMutexes, lease_clock
+from hudi_clusterd.lock.lease import polling
+from hudi_clusterd.lock.provider import LocalMutexes, lease_clock, take_mutex
 from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.storage import Storage
 
@@ -48,6 +49,21 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 60.0
 POLL_S = 1.0
 """The lock client's refresh period: how often a waiter reads a held lock."""
+
+
+_READY = ("ACTIVE", "UPDATING")
+
+
+class _Held(Exception):
+    """The lock is held (by the owner the message names), or a write of ours was refused or not answered."""
+
+
+class _NotReady(Exception):
+    """The lock table is not ACTIVE yet (its status)."""
+
+
+def _unreachable(e: BaseException) -> bool:
+    return isinstance(e, Unreachable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +114,8 @@ class DynamoDBLockProvider:
         self._key: str | None = None
         self._table_ready = False
         self._seen: _Seen | None = None
+        self.terms = LeaseTerms(self.table, config.lease_ms, self.safety_margin_s, self.heartbeat_interval_s,
+                                self.give_back_s, clock, sleep)
 
     @property
     def timeout_s(self) -> float:
@@ -120,9 +138,7 @@ class DynamoDBLockProvider:
         deadline = self.clock() + timeout
         key = self.partition_key
         mutex = self._mutexes.for_key(f"dynamodb:{self.table.endpoint}:{self.config.table}:{key}")
-        if not mutex.acquire(timeout=max(timeout, 0.0)):
-            raise LockError(f"{self.table.where}: timed out after {timeout:g}s waiting for another thread of "
-                            f"this process (lock {key!r})")
+        take_mutex(mutex, timeout, f"{self.table.where} lock {key!r}")
         try:
             self._ensure_table(deadline)
             return self._take(key, timeout, deadline, mutex)
@@ -133,47 +149,52 @@ class DynamoDBLockProvider:
     # --- waiting and retrying ------------------------------------------------------------------------------
 
     def _retry(self, op: Callable[[], T], deadline: float, doing: str) -> T:
-        backoff = Backoff()
-        while True:
+        """``op()``, tried again (counted) while DynamoDB does not answer, until ``deadline``; then `LockError`."""
+        tries = 0
+
+        def attempt() -> T:
+            nonlocal tries
+            tries += 1
             try:
                 return op()
             except Unreachable as e:
-                self._wait_to_retry(backoff, deadline, doing, e)
+                if tries == 1 or tries % 10 == 0:
+                    log.warning("DynamoDB lock table unreachable; retrying", doing=doing, endpoint=self.table.endpoint,
+                                lock_table=self.config.table, attempt=tries, error=str(e))
+                raise
 
-    def _wait_to_retry(self, backoff: Backoff, deadline: float, doing: str, error: Unreachable) -> None:
-        """Count the failure and sleep before the next try; ``LockError`` when that would pass ``deadline``."""
-        self.stats.add_connection_retry()
-        delay = backoff.next()
-        if self.clock() + delay > deadline:
-            raise LockError(f"{self.table.where}: timed out {doing}: DynamoDB did not answer ({backoff.attempts} "
-                            f"tries; last error {error})")
-        if backoff.attempts == 1 or backoff.attempts % 10 == 0:
-            log.warning("DynamoDB lock table unreachable; retrying", doing=doing, endpoint=self.table.endpoint,
-                        lock_table=self.config.table, attempt=backoff.attempts, error=str(error))
-        self.sleep(delay)
+        try:
+            return self.terms.retrying(deadline - self.clock()).call(counting(self.stats, attempt),
+                                                                     retry_on=_unreachable)
+        except Unreachable as e:
+            raise LockError(f"{self.table.where}: timed out {doing}: DynamoDB did not answer ({tries} tries; last "
+                            f"error {e})") from None
 
     def _ensure_table(self, deadline: float) -> None:
         """Create the lock table when it is missing (as Hudi creates it) and wait until it is ACTIVE."""
         if self._table_ready:
             return
-        ready_by: float | None = None
-        while True:
-            status = self._retry(self.table.status, deadline, "reading the lock table")
-            if status in ("ACTIVE", "UPDATING"):
-                break
-            if ready_by is None:
-                ready_by = self.clock() + self.config.table_creation_timeout_ms / 1000.0
-                deadline = max(deadline, ready_by)
-            elif self.clock() >= ready_by:
-                raise LockError(f"{self.table.where}: not ACTIVE {self.config.table_creation_timeout_ms} ms after "
-                                f"it was created (status {status})")
-            if status is None:
-                if self._retry(self.table.create, deadline, "creating the lock table"):
+        creation_s = self.config.table_creation_timeout_ms / 1000.0
+        status = self._retry(self.table.status, deadline, "reading the lock table")
+        if status not in _READY:
+            deadline = max(deadline, self.clock() + creation_s)
+
+            def active() -> None:
+                nonlocal status
+                if status is None and self._retry(self.table.create, deadline, "creating the lock table"):
                     log.info("created the DynamoDB lock table", lock_table=self.config.table,
                              region=self.config.region, endpoint=self.table.endpoint,
                              billing_mode=self.config.billing_mode)
-                continue
-            self.sleep(min(self.poll_s, 1.0))
+                status = self._retry(self.table.status, deadline, "reading the lock table")
+                if status not in _READY:
+                    raise _NotReady(str(status))
+
+            try:
+                polling(creation_s, min(self.poll_s, 1.0), sleep=self.sleep, clock=self.clock).call(
+                    active, retry_on=lambda e: isinstance(e, _NotReady))
+            except _NotReady as e:
+                raise LockError(f"{self.table.where}: not ACTIVE {self.config.table_creation_timeout_ms} ms after "
+                                f"it was created (status {e})") from None
         self._table_ready = True
 
     # --- taking --------------------------------------------------------------------------------------------
@@ -181,37 +202,37 @@ class DynamoDBLockProvider:
     def _take(self, key: str, timeout: float, deadline: float, mutex: threading.Lock) -> DynamoDBLease:
         owner = f"{socket.gethostname()}{uuid.uuid4()}"
         sent: dict[str, float] = {}  # our writes that may have landed: their RVN -> when they were sent
-        item: LockItem | None = None
-        backoff = Backoff()
+        seen: list[LockItem | None] = [None]
+
+        def attempt() -> DynamoDBLease:
+            item = seen[0] = self._retry(lambda: self.table.get(key), deadline, f"waiting for the lock {key!r}")
+            seen_at = self.clock()
+            if item is not None and item.owner == owner and sent:  # a write whose answer was lost landed
+                return self._lease(key, owner, item.rvn, sent.get(item.rvn, min(sent.values())), mutex)
+            if not (item is None or item.released or self._expired(key, item, seen_at)):
+                raise _Held(item.owner)
+            rvn = str(uuid.uuid4())
+            sent[rvn] = self.clock()
+            try:
+                self.table.put(key, owner, rvn, self.config.lease_ms, over=item)
+            except ConditionFailed:  # another writer came first (our write did not land): read again
+                sent.pop(rvn, None)
+                raise _Held("another writer") from None
+            except Unreachable:  # it may have landed: the next read tells
+                self.stats.add_connection_retry()
+                raise _Held("unknown: a write of ours was not answered") from None
+            if item is not None and not item.released:
+                self.stats.add_takeover()
+                log.warning("took over a DynamoDB table lock whose holder stopped renewing it", lock=key,
+                            lock_table=self.config.table, previous_owner=item.owner, lease_ms=item.lease_ms)
+            return self._lease(key, owner, rvn, sent[rvn], mutex)
+
         try:
-            while True:
-                rvn = ""
-                try:
-                    item = self.table.get(key)
-                    seen_at = self.clock()
-                    if item is not None and item.owner == owner and sent:  # a write whose answer was lost landed
-                        return self._lease(key, owner, item.rvn, sent.get(item.rvn, min(sent.values())), mutex)
-                    if item is None or item.released or self._expired(key, item, seen_at):
-                        rvn = str(uuid.uuid4())
-                        sent[rvn] = self.clock()
-                        self.table.put(key, owner, rvn, self.config.lease_ms, over=item)
-                        if item is not None and not item.released:
-                            self.stats.add_takeover()
-                            log.warning("took over a DynamoDB table lock whose holder stopped renewing it",
-                                        lock=key, lock_table=self.config.table, previous_owner=item.owner,
-                                        lease_ms=item.lease_ms)
-                        return self._lease(key, owner, rvn, sent[rvn], mutex)
-                    backoff.reset()
-                except ConditionFailed:  # another writer came first (our write did not land): read again
-                    sent.pop(rvn, None)
-                    if self.clock() < deadline:
-                        continue
-                except Unreachable as e:
-                    self._wait_to_retry(backoff, deadline, f"waiting for the lock {key!r}", e)
-                    continue
-                if self.clock() >= deadline:
-                    raise LockError(self._timeout_message(key, timeout, item))
-                self.sleep(max(0.0, min(self.poll_s, deadline - self.clock())))
+            try:
+                return polling(deadline - self.clock(), self.poll_s, sleep=self.sleep, clock=self.clock).call(
+                    attempt, retry_on=lambda e: isinstance(e, _Held))
+            except _Held:
+                raise LockError(self._timeout_message(key, timeout, seen[0])) from None
         except BaseException:
             if sent:
                 self._abandon(key, owner)
@@ -227,36 +248,27 @@ class DynamoDBLockProvider:
 
     def _lease(self, key: str, owner: str, rvn: str, sent: float, mutex: threading.Lock) -> DynamoDBLease:
         self._seen = None
-        lease = DynamoDBLease(self, key, owner, rvn, sent, mutex)
-        lease.start_heartbeat()
+        lease = DynamoDBLease(self.terms, self.stats, key, owner, rvn, sent, mutex)
+        lease.start()
         log.debug("took the DynamoDB table lock", lock=key, lock_table=self.config.table, owner=owner)
         return lease
 
     def _abandon(self, key: str, owner: str) -> None:
         """Delete an item a failed acquisition may have written (best effort: else it expires after its lease)."""
-        backoff = Backoff()
-        until = self.clock() + self.give_back_s
-        while True:
-            try:
-                item = self.table.get(key)
-                if item is not None and item.owner == owner:
-                    self.table.delete(key, owner, item.rvn)
-                return
-            except ConditionFailed:
-                continue
-            except Unreachable as e:
-                self.stats.add_connection_retry()
-                delay = backoff.next()
-                if self.clock() + delay > until:
-                    log.warning("could not give back a DynamoDB lock item written while acquiring: unreachable; "
-                                "others take it over once its lease runs out", lock=key,
-                                endpoint=self.table.endpoint, error=str(e))
-                    return
-                self.sleep(delay)
-            except LockError as e:
-                log.warning("could not give back a DynamoDB lock item written while acquiring", lock=key,
-                            error=str(e))
-                return
+
+        def delete_ours() -> None:
+            item = self.table.get(key)
+            if item is not None and item.owner == owner:
+                self.table.delete(key, owner, item.rvn)
+
+        try:
+            self.terms.retrying(self.give_back_s).call(
+                counting(self.stats, delete_ours), retry_on=lambda e: isinstance(e, Unreachable | ConditionFailed))
+        except (Unreachable, ConditionFailed) as e:
+            log.warning("could not give back a DynamoDB lock item written while acquiring: unreachable; others "
+                        "take it over once its lease runs out", lock=key, endpoint=self.table.endpoint, error=str(e))
+        except LockError as e:
+            log.warning("could not give back a DynamoDB lock item written while acquiring", lock=key, error=str(e))
 
     def _timeout_message(self, key: str, timeout: float, item: LockItem | None) -> str:
         holder = "another writer" if item is None else item.owner

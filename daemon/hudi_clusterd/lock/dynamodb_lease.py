@@ -1,73 +1,98 @@
-"""A holding of the DynamoDB lock (:class:`DynamoDBLease`), with what the provider and its leases share: the
-clock, the back-off and the counters.
+"""A holding of the DynamoDB lock (:class:`DynamoDBLease`), and the terms it is held on (:class:`LeaseTerms`,
+given by the provider).
 
-A lease counts from before its last successful write was sent, on `lease_clock`. :meth:`DynamoDBLease.verify`
-fails once that is older than the lease less a safety margin, once a heartbeat found the item taken or deleted, or
-when a consistent read shows the item is no longer ours; after that the lease is lost for good and its heartbeat
-stops. The heartbeat (a new ``recordVersionNumber`` every third of the lease) never renews a lease whose time ran
-out, and a renewal whose answer was lost is resolved by reading the item: ours at the new version means it
-landed. Release deletes the item only if it is still ours.
+A lease counts from before its last successful write was sent, on the terms' clock (`lease_clock` by default).
+:meth:`DynamoDBLease.verify` fails once that is older than the lease less a safety margin, once a heartbeat found
+the item taken or deleted, or when a consistent read shows the item is no longer ours; after that the lease is
+lost for good and its heartbeat stops. The heartbeat (a new ``recordVersionNumber`` every third of the lease)
+never renews a lease whose time ran out, and a renewal whose answer was lost is resolved by reading the item: ours
+at the new version means it landed. Release deletes the item only if it is still ours.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-from types import TracebackType
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
 
 import structlog
 
 from hudi_clusterd.errors import LockError
-from hudi_clusterd.lock.dynamodb_table import ConditionFailed, LockItem, Unreachable
-
-if TYPE_CHECKING:
-    from hudi_clusterd.lock.dynamodb import DynamoDBLockProvider
+from hudi_clusterd.lock.dynamodb_table import ConditionFailed, LockItem, LockTable, Unreachable
+from hudi_clusterd.lock.lease import LeaseBase, Unanswered, polling
+from hudi_clusterd.lock.usage import LockStats
+from hudi_clusterd.retry import RetryPolicy
 
 log = structlog.get_logger(__name__)
 
+__all__ = ["BACKOFF_FIRST_S", "BACKOFF_MAX_S", "GIVE_BACK_MAX_S", "DynamoDBLease", "LeaseTerms", "counting"]
+
+T = TypeVar("T")
 BACKOFF_FIRST_S = 0.1
+"""The first pause before a request DynamoDB did not answer is sent again, doubled after each try..."""
 BACKOFF_MAX_S = 2.0
+"""...up to this."""
 GIVE_BACK_MAX_S = 10.0
+VERIFY_TRIES_S = 0.3
+"""How long a check before a write keeps reading an item DynamoDB does not answer for (three tries)."""
 
 
+@dataclass(frozen=True, slots=True)
+class LeaseTerms:
+    """What a lease needs of its provider: the lock table, the lease it writes (``lease_ms``), how long before
+    that runs out the holder stops trusting it (``safety_margin_s``), how often it renews it (``heartbeat_s``), how
+    long a release keeps trying through lost connections (``give_back_s``), and the clock and sleep of every
+    wait."""
+
+    table: LockTable
+    lease_ms: int
+    safety_margin_s: float
+    heartbeat_s: float
+    give_back_s: float
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+
+    def retrying(self, deadline_s: float) -> RetryPolicy:
+        """The back-off of a request DynamoDB did not answer, for up to ``deadline_s``."""
+        return polling(deadline_s, BACKOFF_FIRST_S, BACKOFF_MAX_S, sleep=self.sleep, clock=self.clock)
 
 
-class Backoff:
-    """Bounded exponential back-off: 0.1 s, doubling, at most ``cap_s``."""
+def counting(stats: LockStats, op: Callable[[], T]) -> Callable[[], T]:
+    """``op``, counting each time DynamoDB did not answer it."""
 
-    def __init__(self, cap_s: float = BACKOFF_MAX_S) -> None:
-        self.cap_s = cap_s
-        self.attempts = 0
+    def counted() -> T:
+        try:
+            return op()
+        except Unreachable:
+            stats.add_connection_retry()
+            raise
 
-    def next(self) -> float:
-        self.attempts += 1
-        return float(min(BACKOFF_FIRST_S * 2.0 ** (self.attempts - 1), self.cap_s))
-
-    def reset(self) -> None:
-        self.attempts = 0
+    return counted
 
 
+def _unreachable(e: BaseException) -> bool:
+    return isinstance(e, Unreachable)
 
 
-class DynamoDBLease:
+class DynamoDBLease(LeaseBase):
     """One holding of the DynamoDB lock; renewed by a heartbeat thread until released or lost."""
 
-    def __init__(self, provider: DynamoDBLockProvider, key: str, owner: str, rvn: str, sent: float,
+    def __init__(self, terms: LeaseTerms, stats: LockStats, key: str, owner: str, rvn: str, sent: float,
                  mutex: threading.Lock) -> None:
-        self.provider = provider
+        super().__init__(where=f"{terms.table.where} lock {key!r}", stats=stats, mutex=mutex,
+                         heartbeat_s=terms.heartbeat_s,
+                         heartbeat_retry=RetryPolicy(terms.lease_ms / 1000.0, BACKOFF_FIRST_S,
+                                                     max(terms.heartbeat_s, BACKOFF_FIRST_S), 0.0,
+                                                     clock=terms.clock))
+        self.terms = terms
         self.key = key
         self._owner = owner
         self._rvn = rvn
         self._renewed_at = sent  # when the last write known to have landed was sent
         self._pending: tuple[str, float] | None = None  # a renewal that may have landed: (its RVN, first sent)
-        self._lost: str | None = None
         self._last_error: str | None = None
-        self._released = False
-        self._mutex: threading.Lock | None = mutex
-        self._io = threading.Lock()  # one request about the item at a time, and the state with it
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     @property
     def owner(self) -> str:
@@ -79,93 +104,62 @@ class DynamoDBLease:
         """The item's current ``recordVersionNumber`` as this holder wrote it."""
         return self._rvn
 
-    def start_heartbeat(self) -> None:
-        self._thread = threading.Thread(target=self._beat, name="dynamodb-lock-heartbeat", daemon=True)
-        self._thread.start()
-
-    # --- holding -------------------------------------------------------------------------------------------
-
-    def verify(self) -> None:
-        """Raise ``LockError`` unless the lease is still good: renewed within its lease less the safety margin,
-        and the item still ours (read consistently). Once it fails, it fails for good."""
-        with self._io:
-            self._check_time()
-            item = self._read_for_verify()
-            if item is None:
-                raise self._lose("another writer deleted its item")
-            if item.owner != self._owner:
-                raise self._lose(f"{item.owner} holds it now")
-            if self._pending is not None and item.rvn == self._pending[0]:
-                self._renewed()
-            elif item.rvn != self._rvn:
-                raise self._lose(f"its recordVersionNumber is {item.rvn}, not ours")
-            self._check_time()
-
-    def heartbeat(self) -> bool:
-        """Renew the lease once (new RVN); False when it was not renewed (lost, released, or unreachable)."""
-        p = self.provider
-        with self._io:
-            if self._released or self._lost is not None:
-                return False
-            sent = p.clock()
-            if sent - self._renewed_at > self._valid_s:  # its time ran out (a pause): it stays lost
-                self._lose(self._late(sent))
-                return False
-            self._pending = self._pending or (str(uuid.uuid4()), sent)
-            try:
-                p.table.renew(self.key, self._owner, self._rvn, self._pending[0], p.config.lease_ms)
-            except ConditionFailed:
-                return self._refused()
-            except Unreachable as e:
-                self._last_error = str(e)
-                return False
-            except LockError as e:
-                self._lose(str(e))
-                return False
-            self._renewed()
-            return True
+    # --- the protocol's steps --------------------------------------------------------------------------------
 
     @property
     def _valid_s(self) -> float:
-        return self.provider.config.lease_s - self.provider.safety_margin_s
+        return self.terms.lease_ms / 1000.0 - self.terms.safety_margin_s
 
-    def _beat(self) -> None:
-        p = self.provider
-        backoff = Backoff(cap_s=max(p.heartbeat_interval_s, BACKOFF_FIRST_S))
-        delay = p.heartbeat_interval_s
-        while not self._stop.wait(delay):
-            try:
-                renewed = self.heartbeat()
-            except Exception as e:  # a fault of ours: stop trusting the lease rather than let it lapse unseen
-                with self._io:
-                    self._lose(f"its heartbeat failed: {type(e).__name__}: {e}")
-                return
-            if renewed:
-                backoff.reset()
-                delay = p.heartbeat_interval_s
-                continue
-            if self._lost is not None or self._released:
-                return
-            p.stats.add_connection_retry()
-            delay = backoff.next()
-            log.warning("DynamoDB table lock heartbeat failed; retrying", lock=self.key,
-                        endpoint=p.table.endpoint, error=self._last_error, retry_in_s=delay)
+    def _check_ours(self) -> None:
+        """Renewed within its lease less the safety margin, and the item still ours (read consistently)."""
+        self._check_time()
+        item = self._read_for_verify()
+        if item is None:
+            raise self.lose("another writer deleted its item")
+        if item.owner != self._owner:
+            raise self.lose(f"{item.owner} holds it now")
+        if self._pending is not None and item.rvn == self._pending[0]:
+            self._renewed()
+        elif item.rvn != self._rvn:
+            raise self.lose(f"its recordVersionNumber is {item.rvn}, not ours")
+        self._check_time()
+
+    def _renew_once(self) -> bool:
+        """A new RVN, unless its time ran out (a pause: it stays lost)."""
+        t = self.terms
+        sent = t.clock()
+        if sent - self._renewed_at > self._valid_s:
+            self.lose(self._late(sent))
+            return False
+        self._pending = self._pending or (str(uuid.uuid4()), sent)
+        try:
+            t.table.renew(self.key, self._owner, self._rvn, self._pending[0], t.lease_ms)
+        except ConditionFailed:
+            return self._refused()
+        except Unreachable as e:
+            self._last_error = str(e)
+            raise Unanswered(str(e)) from None
+        except LockError as e:
+            self.lose(str(e))
+            return False
+        self._renewed()
+        return True
 
     def _refused(self) -> bool:
         """A renewal's condition failed: an earlier try of ours landed, or another writer has the item."""
         try:
-            item = self.provider.table.get(self.key)
+            item = self.terms.table.get(self.key)
         except Unreachable as e:
             self._last_error = str(e)
-            return False
+            raise Unanswered(str(e)) from None
         except LockError as e:
-            self._lose(str(e))
+            self.lose(str(e))
             return False
         if item is not None and self._pending is not None and (item.owner, item.rvn) == (
                 self._owner, self._pending[0]):
             self._renewed()
             return True
-        self._lose("a heartbeat found " + ("its item deleted" if item is None else f"{item.owner} holding it"))
+        self.lose("a heartbeat found " + ("its item deleted" if item is None else f"{item.owner} holding it"))
         return False
 
     def _renewed(self) -> None:
@@ -175,100 +169,53 @@ class DynamoDBLease:
         self._last_error = None
 
     def _check_time(self) -> None:
-        if self._released:
-            raise LockError(f"{self.provider.table.where}: the table lock {self.key!r} is not held (released)")
-        if self._lost is not None:
-            raise self._lose(self._lost)
-        now = self.provider.clock()
+        now = self.terms.clock()
         if now - self._renewed_at > self._valid_s:
-            raise self._lose(self._late(now))
+            raise self.lose(self._late(now))
 
     def _late(self, now: float) -> str:
-        p = self.provider
+        t = self.terms
         why = f"heartbeats failed: {self._last_error}" if self._last_error else "a pause, or no heartbeat"
-        return (f"not renewed for {now - self._renewed_at:.1f}s, past its lease of {p.config.lease_s:g}s less a "
-                f"{p.safety_margin_s:g}s safety margin: {why}")
+        return (f"not renewed for {now - self._renewed_at:.1f}s, past its lease of {t.lease_ms / 1000.0:g}s less a "
+                f"{t.safety_margin_s:g}s safety margin: {why}")
 
     def _read_for_verify(self) -> LockItem | None:
-        p = self.provider
-        backoff = Backoff()
-        for attempt in range(3):
+        t = self.terms
+
+        def read() -> LockItem | None:
             try:
-                return p.table.get(self.key)
+                return t.table.get(self.key)
             except Unreachable as e:
                 self._last_error = str(e)
-                p.stats.add_connection_retry()
-                if attempt < 2:
-                    p.sleep(backoff.next())
+                raise
             except LockError as e:
-                raise self._lose(str(e)) from None
-        raise self._lose(f"it cannot be confirmed: DynamoDB did not answer ({self._last_error})")
+                raise self.lose(str(e)) from None
 
-    def _lose(self, reason: str) -> LockError:
-        """Mark the lease lost for good (the first reason stays) and return the error to raise."""
-        if self._lost is None:
-            self._lost = reason
-            self.provider.stats.add_lease_lost()
-            log.error("DynamoDB table lock lost while held", lock=self.key, lock_table=self.provider.config.table,
-                      reason=reason)
-        return LockError(f"{self.provider.table.where}: the table lock {self.key!r} was lost while held "
-                         f"({self._lost}); nothing more is written under it")
-
-    # --- releasing -----------------------------------------------------------------------------------------
-
-    def release(self) -> None:
-        """Stop the heartbeat and delete the item if it is still ours (one taken over is left to its new holder);
-        a second call does nothing. Never raises for DynamoDB's sake: an item left behind expires."""
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
-        with self._io:
-            if self._released:
-                return
-            self._released = True
-            mutex, self._mutex = self._mutex, None
-            try:
-                self._give_back()
-            finally:
-                if mutex is not None:
-                    mutex.release()
+        try:
+            return t.retrying(VERIFY_TRIES_S).call(counting(self.stats, read), retry_on=_unreachable)
+        except Unreachable:
+            raise self.lose(f"it cannot be confirmed: DynamoDB did not answer ({self._last_error})") from None
 
     def _give_back(self) -> None:
-        p = self.provider
+        """Delete the item at the RVN last written, or at a renewal's that may have landed; never raises for
+        DynamoDB's sake: an item left behind expires."""
+        t = self.terms
         versions = [self._rvn] + ([self._pending[0]] if self._pending else [])
-        backoff = Backoff()
-        until = p.clock() + p.give_back_s
-        while True:
-            try:
-                for rvn in versions:
-                    try:
-                        p.table.delete(self.key, self._owner, rvn)
-                        return
-                    except ConditionFailed:
-                        continue
-                log.warning("the DynamoDB table lock had been taken over or deleted by another writer; left to it",
-                            lock=self.key, lock_table=p.config.table)
-                return
-            except Unreachable as e:
-                self._last_error = str(e)
-                p.stats.add_connection_retry()
-                delay = backoff.next()
-                if p.clock() + delay > until:
-                    log.warning("could not release the DynamoDB table lock: unreachable; others take it over once "
-                                "its lease runs out", lock=self.key, endpoint=p.table.endpoint, error=str(e))
+
+        def delete() -> None:
+            for rvn in versions:
+                try:
+                    t.table.delete(self.key, self._owner, rvn)
                     return
-                p.sleep(delay)
-            except LockError as e:
-                log.warning("could not release the DynamoDB table lock", lock=self.key, error=str(e))
-                return
+                except ConditionFailed:
+                    continue
+            log.warning("the DynamoDB table lock had been taken over or deleted by another writer; left to it",
+                        lock=self.key, lock_table=t.table.config.table)
 
-    def __enter__(self) -> DynamoDBLease:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.release()
-
-
-__all__ = ["BACKOFF_FIRST_S", "GIVE_BACK_MAX_S", "Backoff", "DynamoDBLease"]
+        try:
+            t.retrying(t.give_back_s).call(counting(self.stats, delete), retry_on=_unreachable)
+        except Unreachable as e:
+            log.warning("could not release the DynamoDB table lock: unreachable; others take it over once its "
+                        "lease runs out", lock=self.key, endpoint=t.table.endpoint, error=str(e))
+        except LockError as e:
+            log.warning("could not release the DynamoDB table lock", lock=self.key, error=str(e))

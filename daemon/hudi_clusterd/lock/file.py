@@ -15,7 +15,9 @@ Rules that keep Hudi's writers and the daemon from both entering the critical se
 - A lock file of another daemon lease (another process, or another handle of this one) is kept fresh by that
   lease's heartbeat; one whose modification time is older than ``stale_s`` belongs to a dead holder and is taken
   over (renamed away, which one contender wins, then created afresh). The heartbeat runs often enough that
-  Hudi's expiry never fires on a live holder.
+  Hudi's expiry never fires on a live holder. A take-over moves only the file it judged: the file renamed away is
+  checked to be that version (inode, modification time, size), and one created meanwhile by a live holder is put
+  back.
 - Hudi's provider is best-effort: a Hudi 0.15 write client that failed to get the lock deletes the lock file on
   close, whoever holds it. So the holder re-checks that every file still names it right before each timeline
   write (:meth:`FileLease.verify`, called by :class:`~hudi_clusterd.table.timeline_store.TimelineStore`) and
@@ -40,16 +42,16 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 
 import structlog
 
 from hudi_clusterd.domain.keys import Key, KeyReader, at_least
 from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import LockError, StorageError
-from hudi_clusterd.lock.provider import LocalMutexes
+from hudi_clusterd.lock.lease import LeaseBase, Unanswered, polling
+from hudi_clusterd.lock.provider import LocalMutexes, take_mutex
 from hudi_clusterd.lock.usage import LockStats
-from hudi_clusterd.storage import Storage, open_storage
+from hudi_clusterd.storage import PutMode, Storage, open_storage
 
 log = structlog.get_logger(__name__)
 
@@ -188,25 +190,18 @@ class FileSystemLockProvider:
         """Create every lock file, waiting up to ``timeout_s`` (default :attr:`timeout_s`) for their holders."""
         self.check_supported()
         timeout = self.timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + timeout
-        if not self._mutex.acquire(timeout=max(timeout, 0.0)):
-            raise LockError(f"{self.files[0].full_path}: timed out after {timeout:.0f}s waiting for another "
-                            "thread of this process")
-        lease = FileLease(self)
+        waiting = polling(timeout, 0.02, 0.5)
+        take_mutex(self._mutex, timeout, self.files[0].full_path)
+        lease = FileLease(self, self._mutex)
         try:
-            delay = 0.02
-            while not lease.try_create_all():
-                if time.monotonic() >= deadline:
-                    raise LockError(self._timeout_message(timeout))
-                time.sleep(delay)
-                delay = min(delay * 2, 0.5)
+            waiting.call(lease.try_create_all, retry_on=lambda e: isinstance(e, _Held))
+        except _Held:
+            lease.release()
+            raise LockError(self._timeout_message(timeout)) from None
         except BaseException:
-            try:
-                lease.release_files()
-            finally:
-                self._mutex.release()
+            lease.release()
             raise
-        lease.start_heartbeat(self._mutex)
+        lease.start()
         return lease
 
     @contextmanager
@@ -218,28 +213,44 @@ class FileSystemLockProvider:
         finally:
             lease.release()
 
-    def take_over_if_dead(self, f: LockFile) -> None:
-        """Move away a lock file whose holder is dead: ours unrefreshed for ``stale_s``, Hudi's past its expiry."""
+    def take_over_if_dead(self, f: LockFile) -> bool:
+        """Move away a lock file whose holder is dead: ours unrefreshed for ``stale_s``, Hudi's past its expiry.
+        Only the version judged is moved: a file created after it (another contender took the dead one over and a
+        live holder created it anew) is put back. True when it moved the file."""
         info = f.storage.info(f.rel)
         if info is None:
-            return
+            return False
         age = self.clock() - info.mtime_ms / 1000.0
         ours = _read_lock(f).get("holder") == HOLDER
         limit = self.options.stale_s if ours else f.writers_expire_s
         if limit <= 0 or age <= limit:
-            return
+            return False
         folder, name = posixpath.split(f.rel)
         grave = posixpath.join(folder, f".{name}.dead.{uuid.uuid4().hex}")
         try:
             f.storage.rename(f.rel, grave)
         except StorageError:
-            return  # another contender moved it first
-        self.stats.add_takeover()
+            return False  # another contender moved it first
+        moved = f.storage.info(grave)
+        if moved is None or (moved.version, moved.mtime_ms, moved.size) != (info.version, info.mtime_ms, info.size):
+            self._put_back(f, grave)
+            return False
         log.warning("took over a dead table lock", lock=f.full_path, age_s=round(age, 3),
                     holder=HOLDER if ours else "an Apache Hudi writer")
         f.storage.delete(grave, missing_ok=True)
         if not ours:  # Hadoop's local file system keeps a checksum beside the file it created
             f.storage.delete(posixpath.join(folder, f".{name}.crc"), missing_ok=True)
+        return True
+
+    def _put_back(self, f: LockFile, grave: str) -> None:
+        """A lock file created after the one judged dead was moved away with it: create it again (unless yet
+        another one is there) and drop the moved one."""
+        try:
+            restored = f.storage.put(f.rel, f.storage.read_bytes(grave), mode=PutMode.CREATE) is not None
+            log.warning("a table lock file created after the dead one was judged was moved; put back", lock=f.full_path,
+                        restored=restored)
+        finally:
+            f.storage.delete(grave, missing_ok=True)
 
     def _timeout_message(self, timeout_s: float) -> str:
         blocking = next((f for f in self.files if f.storage.exists(f.rel)), self.files[0])
@@ -252,17 +263,24 @@ class FileSystemLockProvider:
                 f"{holder or 'unknown'}{hint}")
 
 
-class FileLease:
+class _Held(Exception):
+    """A lock file is held by someone else."""
+
+
+class FileLease(LeaseBase):
     """One holding of the lock files: names its owner in them and keeps them fresh with a heartbeat thread."""
 
-    def __init__(self, provider: FileSystemLockProvider) -> None:
+    def __init__(self, provider: FileSystemLockProvider, mutex: threading.Lock) -> None:
+        super().__init__(where=provider.files[0].full_path, stats=provider.stats, mutex=mutex,
+                         heartbeat_s=provider.heartbeat_interval_s)
         self.provider = provider
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        self._held: list[LockFile] = []
-        self._lost: str | None = None
-        self._mutex: threading.Lock | None = None
-        self._stop_heartbeat = threading.Event()
-        self._heartbeat: threading.Thread | None = None
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._files: list[LockFile] = []
+        self._took_over = False
+
+    @property
+    def owner(self) -> str:
+        return self._owner
 
     # --- acquiring (driven by FileSystemLockProvider.acquire) ------------------------------------------------
 
@@ -281,84 +299,51 @@ class FileLease:
             f.storage.makedirs(folder)
         return f.storage.write_bytes(f.rel, self._content(), overwrite=False)
 
-    def try_create_all(self) -> bool:
-        """Create every lock file in order; on a file held by someone else, give back the ones created."""
+    def try_create_all(self) -> None:
+        """Create every lock file in order; on a file held by someone else, give back the ones created, take that
+        one over if its holder is dead, and raise `_Held`."""
         for f in self.provider.files:
             if self._try_create(f):
-                self._held.append(f)
+                self._files.append(f)
                 continue
-            self.release_files()
-            self.provider.take_over_if_dead(f)
+            self._give_back()
+            if self.provider.take_over_if_dead(f) and not self._took_over:
+                self._took_over = True  # one take-over of the lock, whatever number of its files it moved
+                self.stats.add_takeover()
+            raise _Held(f.full_path)
+
+    # --- the protocol's steps --------------------------------------------------------------------------------
+
+    def _not_ours(self) -> LockFile | None:
+        return next((f for f in self._files if _read_lock(f).get("owner") != self.owner), None)
+
+    def _renew_once(self) -> bool:
+        """Refresh every file's modification time, once each still names this holder."""
+        self._check_ours()
+        if self.lost is not None:
             return False
+        for f in self._files:
+            try:
+                f.storage.touch(f.rel)
+            except StorageError as e:
+                raise Unanswered(str(e)) from None
         return True
 
-    def start_heartbeat(self, mutex: threading.Lock) -> None:
-        """The files are all held: keep them fresh until released (``mutex`` is released with them)."""
-        self._mutex = mutex
-        self._heartbeat = threading.Thread(target=self._beat, name="table-lock-heartbeat", daemon=True)
-        self._heartbeat.start()
+    def _check_ours(self) -> None:
+        if (f := self._not_ours()) is not None:
+            self.lose(f"{f.full_path} no longer names this process: another writer deleted or took it")
 
-    # --- holding ---------------------------------------------------------------------------------------------
-
-    def _beat(self) -> None:
-        while not self._stop_heartbeat.wait(self.provider.heartbeat_interval_s):
-            for f in list(self._held):
-                if not self._is_ours(f):
-                    self._lost = f"{f.full_path} no longer names this process"
-                    log.error("table lock lost while held", lock=f.full_path)
-                    continue
-                try:
-                    f.storage.touch(f.rel)
-                except StorageError as e:
-                    log.warning("table lock heartbeat failed", lock=f.full_path, error=str(e))
-
-    def _is_ours(self, f: LockFile) -> bool:
-        return _read_lock(f).get("owner") == self.owner
-
-    def verify(self) -> None:
-        """Raise ``LockError`` unless every lock file still names this holder (call before a timeline write)."""
-        if not self._held:
-            raise LockError(f"{self.provider.files[0].full_path}: the table lock is not held")
-        for f in self._held:
-            if not self._is_ours(f):
-                self._lost = f"{f.full_path} no longer names this process"
-        if self._lost is not None:
-            raise LockError(f"the table lock was lost while held ({self._lost}: another writer deleted or took "
-                            "it); nothing more is written under it")
-
-    # --- releasing -------------------------------------------------------------------------------------------
-
-    def release_files(self) -> None:
+    def _give_back(self) -> None:
         """Delete the lock files held that still name this holder; leave the others to whoever has them now."""
-        while self._held:
-            f = self._held.pop()
+        while self._files:
+            f = self._files.pop()
             try:
-                if self._is_ours(f):
+                if _read_lock(f).get("owner") == self.owner:
                     f.storage.delete(f.rel, missing_ok=True)
                 else:
                     log.error("table lock was taken or deleted by another writer while held", lock=f.full_path)
             except StorageError as e:
                 log.warning("could not delete a table lock file", lock=f.full_path, error=str(e))
-
-    def release(self) -> None:
-        """Stop the heartbeat and give the lock back; a second call does nothing."""
-        self._stop_heartbeat.set()
-        if self._heartbeat is not None:
-            self._heartbeat.join()
-            self._heartbeat = None
-        try:
-            self.release_files()
-        finally:
-            mutex, self._mutex = self._mutex, None
-            if mutex is not None:
-                mutex.release()
-
-    def __enter__(self) -> FileLease:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.release()
 
 
 def _read_lock(f: LockFile) -> dict[str, object]:

@@ -17,10 +17,12 @@ import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
+from hudi_clusterd.errors import LockError
+
 if TYPE_CHECKING:
     from hudi_clusterd.lock.usage import LockStats
 
-__all__ = ["Lease", "LocalMutexes", "LockProvider", "lease_clock"]
+__all__ = ["Lease", "LocalMutexes", "LockProvider", "lease_clock", "take_mutex"]
 
 
 class Lease(Protocol):
@@ -73,6 +75,13 @@ class LocalMutexes:
     def for_key(self, key: str) -> threading.Lock:
         with self._guard:
             return self._mutexes.setdefault(key, threading.Lock())
+
+
+def take_mutex(mutex: threading.Lock, timeout_s: float, where: str) -> None:
+    """Queue for a lock's in-process ``mutex`` up to ``timeout_s``; `LockError` naming ``where`` when another
+    thread of this process keeps it."""
+    if not mutex.acquire(timeout=max(timeout_s, 0.0)):
+        raise LockError(f"{where}: timed out after {timeout_s:g}s waiting for another thread of this process")
 
 
 def lease_clock() -> float:

@@ -8,39 +8,45 @@ The lock file and its JSON are `storage_lock_format`'s. The protocol, Hudi's:
   (``PutMode.CREATE``). A file nobody holds (``expired``, or the wall clock past ``validUntil`` + 500 ms):
   overwrite it on the version read (``if_match``). Both write ``validUntil = now + validity`` and a new owner (a
   random UUID per lease). A lost race (the create finds a file, the overwrite fails its condition) means another
-  writer took the lock; the attempt is repeated every second until the timeout.
+  writer took the lock; the attempt is repeated every second until the timeout. A lock file naming this
+  acquisition's own owner is its own write whose answer was lost: the lock is held, not waited for.
 - **Renew.** A heartbeat thread rewrites the file every renew interval with a later ``validUntil``, on the version
-  it last wrote. A failed condition means another writer changed the file: the lease is lost, renewals stop. A
-  storage that cannot be reached is tried again at the next renewal (``stats.connection_retries``).
+  it last wrote. A failed condition on a file that still names this lease is an earlier write of its own whose
+  answer was lost: the renewal is made on that version. Otherwise another writer changed the file: the lease is
+  lost, renewals stop. A storage that cannot be reached is tried again at the next renewal
+  (``stats.connection_retries``).
 - **Release.** Stop the heartbeat, then write ``expired: true`` with the same ``validUntil`` on the version last
-  written (a lock another writer took meanwhile is left to it). The file is never deleted.
+  written, or on the version of a write of its own whose answer was lost (a lock another writer took meanwhile
+  is left to it). The file is never deleted. An acquisition that fails after a write of its own may have landed
+  expires that write.
 - **Every write changes the bytes** (an S3 ETag is an MD5 of them; an ``if_match`` must never succeed against
   someone else's identical write): owners differ between leases, and within one lease ``validUntil`` only grows
   (by 1 ms at least when the wall clock stood still or went back) until the release flips ``expired``.
 
+Writes whose answer was lost are first settled by `Storage.put` (it reads the file back); what it cannot settle
+is recognised here by the owner, new per acquisition and written by nobody else.
+
 A lease is not a fence: storage cannot refuse a write from a holder whose lease ran out (a paused process, a
-partition). So `StorageLease.verify`, called before every timeline write, fails from the moment a renewal found
-another writer's file, the file no longer names this lease, the heartbeat thread died, or the last successful write
-*started* longer ago than the validity less the drift allowance and one renew interval (`lease_limit_s`, measured on
-a clock that counts while the process is stopped). The heartbeat checks that age too before it writes, so a process
-resumed after a pause never renews a lease whose time ran out (its conditional write would succeed if nobody had
-taken the lock yet).
+partition). So `StorageLease.verify` (`LeaseBase`), called before every timeline write, fails from the moment a
+renewal found another writer's file, the file no longer names this lease, the heartbeat thread died, or the last
+successful write *started* longer ago than the validity less the drift allowance and one renew interval
+(`lease_limit_s`, measured on a clock that counts while the process is stopped). The heartbeat checks that age too
+before it writes, so a process resumed after a pause never renews a lease whose time ran out (its conditional write
+would succeed if nobody had taken the lock yet).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
-from types import TracebackType
 
 import structlog
 
 from hudi_clusterd.errors import LockError, PreconditionFailed, StorageError
-from hudi_clusterd.lock.provider import LocalMutexes, lease_clock
+from hudi_clusterd.lock.lease import LeaseBase, Unanswered, polling
+from hudi_clusterd.lock.provider import LocalMutexes, lease_clock, take_mutex
 from hudi_clusterd.lock.storage_lock_format import (
     CLOCK_DRIFT_S,
     DEFAULT_RENEW_S,
@@ -49,23 +55,26 @@ from hudi_clusterd.lock.storage_lock_format import (
     LockData,
 )
 from hudi_clusterd.lock.usage import LockStats
+from hudi_clusterd.retry import RetryPolicy
 from hudi_clusterd.storage import FileInfo, PutMode, Storage
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["DEFAULT_TIMEOUT_S", "StorageLease", "StorageLockProvider"]
+__all__ = ["DEFAULT_TIMEOUT_S", "RELEASE_RETRY", "StorageLease", "StorageLockProvider"]
 
 DEFAULT_TIMEOUT_S = 60.0
 RETRY_INTERVAL_S = 1.0
 """Between two attempts to take a held lock (Hudi's ``tryLock(time)``)."""
-RELEASE_RETRY_DELAYS_S = (1.0, 2.0, 4.0)
-"""Waits before the release is tried again when the storage cannot be reached (Hudi's, for a throttled release)."""
+RELEASE_RETRY = RetryPolicy(deadline_s=7.0, first_s=1.0, cap_s=4.0, jitter_s=0.0)
+"""A release the storage did not take is tried again after 1, 2 and 4 s (Hudi's, for a throttled release)."""
 
 
 def _iso(epoch_ms: int) -> str:
     return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
+class _NotYet(Exception):
+    """One attempt to take the lock did not: why."""
 
 
 class StorageLockProvider:
@@ -74,13 +83,13 @@ class StorageLockProvider:
     ``validity_s`` and ``renew_interval_s`` are the writers' ``hoodie.write.lock.storage.*`` times (checked against
     Hudi's constraints where the keys are read, not here). ``clock`` (seconds since the epoch) is the wall clock
     ``validUntil`` is read and written with; ``elapsed`` measures the age of a lease's last write. ``mutexes``:
-    threads of this process queue on the mutex of the lock file there instead of polling the file."""
+    threads of this process queue on the mutex of the lock file there instead of polling the file.
+    ``release_retry``: how a release the storage did not take is tried again."""
 
     def __init__(self, storage: Storage, *, validity_s: float = DEFAULT_VALIDITY_S,
                  renew_interval_s: float = DEFAULT_RENEW_S, timeout_s: float = DEFAULT_TIMEOUT_S,
                  clock: Callable[[], float] = time.time, elapsed: Callable[[], float] = lease_clock,
-                 retry_interval_s: float = RETRY_INTERVAL_S,
-                 release_retry_delays_s: tuple[float, ...] = RELEASE_RETRY_DELAYS_S,
+                 retry_interval_s: float = RETRY_INTERVAL_S, release_retry: RetryPolicy = RELEASE_RETRY,
                  mutexes: LocalMutexes | None = None) -> None:
         self.storage = storage
         self.full_path = storage.full_path(LOCK_FILE)
@@ -94,9 +103,9 @@ class StorageLockProvider:
         self.clock = clock
         self.elapsed = elapsed
         self.retry_interval_s = retry_interval_s
-        self.release_retry_delays_s = release_retry_delays_s
+        self.release_retry = release_retry
         self.stats = LockStats()
-        self._mutex = (mutexes or LocalMutexes()).for_key(self.full_path)
+        self.mutex = (mutexes or LocalMutexes()).for_key(self.full_path)
 
     @property
     def timeout_s(self) -> float:
@@ -143,79 +152,91 @@ class StorageLockProvider:
         """Take the lock, trying every ``retry_interval_s`` for up to ``timeout_s`` (default `timeout_s`)."""
         self.check_supported()
         timeout = self.timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + timeout
-        if not self._mutex.acquire(timeout=max(timeout, 0.0)):
-            raise LockError(f"{self.full_path}: timed out after {timeout:g}s waiting for another thread of this "
-                            "process")
+        waiting = polling(timeout, self.retry_interval_s)
+        take_mutex(self.mutex, timeout, self.full_path)
         owner = str(uuid.uuid4())
+        sent: list[float] = []  # when each write of ours that may have landed was sent
         try:
-            while isinstance(attempt := self._attempt(owner), str):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise LockError(f"{self.full_path}: timed out after {timeout:g}s waiting for the table lock "
-                                    f"({attempt})")
-                time.sleep(min(self.retry_interval_s, remaining))
+            try:
+                lease = waiting.call(lambda: self._attempt(owner, sent),
+                                     retry_on=lambda e: isinstance(e, _NotYet))
+            except _NotYet as e:
+                raise LockError(f"{self.full_path}: timed out after {timeout:g}s waiting for the table lock "
+                                f"({e})") from None
         except BaseException:
-            self._mutex.release()
+            try:
+                if sent:
+                    self._abandon(owner)
+            finally:
+                self.mutex.release()
             raise
-        attempt.start_heartbeat(self._mutex)
-        log.debug("took the table lock", lock=self.full_path, owner=owner, valid_until=_iso(attempt.valid_until_ms))
-        return attempt
+        lease.start()
+        log.debug("took the table lock", lock=self.full_path, owner=owner, valid_until=_iso(lease.valid_until_ms))
+        return lease
 
-    @contextmanager
-    def held(self, timeout_s: float | None = None) -> Iterator[StorageLease]:
-        """Hold the lock for the ``with`` block."""
-        with self.acquire(timeout_s) as lease:
-            yield lease
-
-    def _attempt(self, owner: str) -> StorageLease | str:
-        """One try: the lease, or why there is none."""
+    def _attempt(self, owner: str, sent: list[float]) -> StorageLease:
+        """One try: the lease, or `_NotYet` saying why there is none."""
         started = self.elapsed()
         try:
             found = self.read()
         except StorageError as e:
             self.stats.add_connection_retry()
             log.warning("table lock could not be read; tried again", lock=self.full_path, error=str(e))
-            return f"the lock file could not be read: {e}"
+            raise _NotYet(f"the lock file could not be read: {e}") from None
         now_ms = self.now_ms()
+        if found is not None and found[0].owner == owner and found[0].held_at(now_ms) and sent:
+            log.info("table lock write landed, its answer lost: held", lock=self.full_path, owner=owner)
+            return StorageLease(self, found[0], found[1], min(sent))
+        if found is not None and found[0].owner != owner and found[0].held_at(now_ms):
+            raise _NotYet(f"held by {found[0].owner} until {_iso(found[0].valid_until_ms)}")
         data = LockData(False, now_ms + int(self.validity_s * 1000), owner)
+        sent.append(started)
         try:
             if found is None:
                 written = self.storage.put(LOCK_FILE, data.to_json(), mode=PutMode.CREATE)
                 if written is None:
-                    return "another writer created the lock file first"
+                    raise _NotYet("another writer created the lock file first")
             else:
-                current, version = found
-                if current.held_at(now_ms):
-                    return f"held by {current.owner} until {_iso(current.valid_until_ms)}"
-                written = self.storage.put(LOCK_FILE, data.to_json(), if_match=version)
+                written = self.storage.put(LOCK_FILE, data.to_json(), if_match=found[1])
         except PreconditionFailed:
-            return "another writer took it first"
+            raise _NotYet("another writer took it first") from None
         except StorageError as e:
             self.stats.add_connection_retry()
             log.warning("table lock could not be written; tried again", lock=self.full_path, error=str(e))
-            return f"the lock file could not be written: {e}"
-        return StorageLease(self, owner, data, self.version_of(written), started)
+            raise _NotYet(f"the lock file could not be written: {e}") from None
+        if found is not None and not found[0].expired and found[0].owner != owner:
+            self.stats.add_takeover()
+            log.warning("took over a table lock whose holder stopped renewing it", lock=self.full_path,
+                        previous_owner=found[0].owner, valid_until=_iso(found[0].valid_until_ms))
+        return StorageLease(self, data, self.version_of(written), started)
+
+    def _abandon(self, owner: str) -> None:
+        """Expire a write of ours that a failed acquisition may have landed (else it runs out on its own)."""
+        try:
+            found = self.read()
+            if found is not None and found[0].owner == owner and not found[0].expired:
+                body = LockData(True, found[0].valid_until_ms, owner).to_json()
+                self.storage.put(LOCK_FILE, body, if_match=found[1])
+        except (StorageError, LockError) as e:
+            log.warning("could not expire a table lock written while acquiring; it runs out on its own",
+                        lock=self.full_path, owner=owner, error=str(e))
 
 
-class StorageLease:
+class StorageLease(LeaseBase):
     """One holding of the storage lock, kept by a heartbeat thread until released or lost."""
 
-    def __init__(self, provider: StorageLockProvider, owner: str, data: LockData, version: str,
-                 sent_at: float) -> None:
+    def __init__(self, provider: StorageLockProvider, data: LockData, version: str, sent_at: float) -> None:
+        super().__init__(where=provider.full_path, stats=provider.stats, mutex=provider.mutex,
+                         heartbeat_s=provider.renew_interval_s)
         self.provider = provider
-        self.owner = owner
         self._data = data
         self._version = version
-        self._sent_at = sent_at  # provider.elapsed() right before the last successful write was sent
-        self._lost: str | None = None
-        self._taken = False  # another writer wrote the file: the release leaves it alone
-        self._released = False
-        self._writing = threading.Lock()  # one write of the lease at a time
-        self._state = threading.Lock()
-        self._stop = threading.Event()
-        self._heartbeat: threading.Thread | None = None
-        self._mutex: threading.Lock | None = None
+        self._sent_at = sent_at  # provider.elapsed() right before the last write known to have landed was sent
+        self._unsettled: float | None = None  # when the first write since then whose outcome is unknown was sent
+
+    @property
+    def owner(self) -> str:
+        return self._data.owner
 
     @property
     def valid_until_ms(self) -> int:
@@ -227,134 +248,99 @@ class StorageLease:
         """The lock file's version after the lease's last write."""
         return self._version
 
-    def start_heartbeat(self, mutex: threading.Lock) -> None:
-        """The lock is held: renew it until released (``mutex`` is released with it)."""
-        self._mutex = mutex
-        self._heartbeat = threading.Thread(target=self._beat, name="table-lock-heartbeat", daemon=True)
-        self._heartbeat.start()
+    # --- the protocol's steps --------------------------------------------------------------------------------
 
-    # --- holding ---------------------------------------------------------------------------------------------
+    def _adopt(self) -> bool:
+        """Whether the lock file holds a write of this lease whose answer was lost (it names this lease and is not
+        expired); if so, the lease goes on from that write."""
+        found = self.provider.read()
+        if found is None or found[0].owner != self.owner or found[0].expired:
+            return False
+        if found[1] != self._version:
+            log.info("table lock write landed, its answer lost", lock=self.where, owner=self.owner)
+            self._data, self._version = found
+            self._sent_at = self._unsettled if self._unsettled is not None else self._sent_at
+            self._unsettled = None
+        return True
 
-    def _beat(self) -> None:
-        try:
-            while not self._stop.wait(self.provider.renew_interval_s):
-                if not self.renew() and self._lost is not None:
-                    return
-        except Exception as e:  # a defect: the lease must not outlive its heartbeat
-            self._lose(f"its heartbeat thread died: {e!r}")
-            log.exception("table lock heartbeat died", lock=self.provider.full_path)
-
-    def renew(self) -> bool:
-        """One renewal (the heartbeat's): True when written. Refused once the lease is lost, released, or its last
-        write started over `StorageLockProvider.lease_limit_s` ago."""
+    def _write(self, data: LockData, started: float) -> None:
+        """Write ``data`` over the lease's version, or over a landed write of its own found there instead;
+        `PreconditionFailed` when another writer has the file, `Unanswered` when the storage did not answer."""
         p = self.provider
-        with self._writing:
-            if self._lost is not None or self._released:
-                return False
-            started = p.elapsed()
-            age = started - self._sent_at
-            if age > p.lease_limit_s:
-                self._lose(f"its last successful write started {age:.1f}s ago and a lease lasts {p.validity_s:g}s")
-                return False
-            data = LockData(False, max(p.now_ms() + int(p.validity_s * 1000), self._data.valid_until_ms + 1),
-                            self.owner)
+        try:
             try:
                 written = p.storage.put(LOCK_FILE, data.to_json(), if_match=self._version)
             except PreconditionFailed:
-                self._taken = True
-                self._lose("another writer changed or removed the lock file")
-                return False
-            except StorageError as e:
-                p.stats.add_connection_retry()
-                log.warning("table lock renewal failed; tried again at the next one", lock=p.full_path, error=str(e))
-                return False
-            self._data, self._version, self._sent_at = data, p.version_of(written), started
-            return True
+                if not self._adopt():
+                    raise
+                written = p.storage.put(LOCK_FILE, data.to_json(), if_match=self._version)
+        except PreconditionFailed:
+            raise
+        except StorageError as e:
+            self._unsettled = started if self._unsettled is None else self._unsettled
+            raise Unanswered(str(e)) from None
+        self._data, self._version, self._sent_at, self._unsettled = data, p.version_of(written), started, None
 
-    def _lose(self, reason: str) -> None:
-        with self._state:
-            if self._lost is not None:
-                return
-            self._lost = reason
-        log.error("table lock lost while held", lock=self.provider.full_path, owner=self.owner, reason=reason)
-
-    def verify(self) -> None:
-        """Raise ``LockError`` unless the lease still holds the lock (call right before a timeline write)."""
+    def _renew_once(self) -> bool:
+        """Renewed, unless its last successful write started over `StorageLockProvider.lease_limit_s` ago."""
         p = self.provider
-        if self._released:
-            raise LockError(f"{p.full_path}: the table lock is not held (released)")
-        if self._lost is None:
-            age = p.elapsed() - self._sent_at
-            if age > p.lease_limit_s:
-                self._lose(f"no write of it succeeded in the {age:.1f}s since the last one started, and a lease "
-                           f"lasts {p.validity_s:g}s")
-            elif self._heartbeat is not None and not self._heartbeat.is_alive():
-                self._lose("its heartbeat thread died")
-            else:
-                self._check_file()
-        if self._lost is not None:
-            raise LockError(f"{p.full_path}: the table lock was lost while held ({self._lost}); nothing more is "
-                            "written under it")
-
-    def _check_file(self) -> None:
-        p = self.provider
+        started = p.elapsed()
+        age = started - self._sent_at
+        if age > p.lease_limit_s:
+            self.lose(f"its last successful write started {age:.1f}s ago and a lease lasts {p.validity_s:g}s")
+            return False
+        data = LockData(False, max(p.now_ms() + int(p.validity_s * 1000), self._data.valid_until_ms + 1),
+                        self.owner)
         try:
+            self._write(data, started)
+        except PreconditionFailed:
+            self.taken = True
+            self.lose("another writer changed or removed the lock file")
+            return False
+        except LockError as e:  # the file is no lock any more
+            self.taken = True
+            self.lose(str(e))
+            return False
+        return True
+
+    def _check_ours(self) -> None:
+        p = self.provider
+        age = p.elapsed() - self._sent_at
+        if age > p.lease_limit_s:
+            self.lose(f"no write of it succeeded in the {age:.1f}s since the last one started, and a lease lasts "
+                      f"{p.validity_s:g}s")
+            return
+        try:
+            if self._adopt():
+                return
             found = p.read()
         except LockError as e:
-            self._taken = True
-            self._lose(str(e))
+            self.taken = True
+            self.lose(str(e))
             return
         except StorageError as e:
             raise LockError(f"{p.full_path}: the table lock could not be checked before a write: {e}") from e
-        if found is None or found[0].owner != self.owner or found[0].expired:
-            self._taken = True
-            self._lose("the lock file was deleted" if found is None else
-                       f"the lock file now names {found[0].owner}" if found[0].owner != self.owner else
-                       "the lock file says it expired")
+        self.taken = True
+        self.lose("the lock file was deleted" if found is None else
+                  f"the lock file now names {found[0].owner}" if found[0].owner != self.owner else
+                  "the lock file says it expired")
 
-    # --- releasing -------------------------------------------------------------------------------------------
-
-    def release(self) -> None:
-        """Stop the heartbeat and mark the lock expired (unless another writer took it); a second call does
-        nothing."""
-        self._stop.set()
-        heartbeat = self._heartbeat
-        if heartbeat is not None and heartbeat is not threading.current_thread():
-            heartbeat.join()
-        with self._writing:
-            if self._released:
-                return
-            self._released = True
-            try:
-                if not self._taken:
-                    self._expire()
-            finally:
-                mutex, self._mutex = self._mutex, None
-                if mutex is not None:
-                    mutex.release()
-
-    def _expire(self) -> None:
+    def _give_back(self) -> None:
+        """Mark the lock expired with the same ``validUntil``."""
         p = self.provider
-        body = LockData(True, self._data.valid_until_ms, self.owner).to_json()
-        error: StorageError | None = None
-        for delay in (0.0, *p.release_retry_delays_s):
-            time.sleep(delay)
+
+        def expire() -> None:
             try:
-                p.storage.put(LOCK_FILE, body, if_match=self._version)
-                return
-            except PreconditionFailed:
-                log.warning("table lock was taken by another writer before its release; left to it",
-                            lock=p.full_path, owner=self.owner)
-                return
-            except StorageError as e:
+                self._write(LockData(True, self._data.valid_until_ms, self.owner), p.elapsed())
+            except Unanswered:
                 p.stats.add_connection_retry()
-                error = e
-        log.error("table lock could not be released; other writers wait until it runs out", lock=p.full_path,
-                  valid_until=_iso(self._data.valid_until_ms), error=str(error))
+                raise
 
-    def __enter__(self) -> StorageLease:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.release()
+        try:
+            p.release_retry.call(expire, retry_on=lambda e: isinstance(e, Unanswered))
+        except PreconditionFailed:
+            log.warning("table lock was taken by another writer before its release; left to it", lock=self.where,
+                        owner=self.owner)
+        except (Unanswered, LockError) as e:
+            log.error("table lock could not be released; other writers wait until it runs out", lock=self.where,
+                      valid_until=_iso(self._data.valid_until_ms), error=str(e))

@@ -57,33 +57,18 @@ class LockStats:
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
-        self._connection_retries = 0
-        self._takeovers = 0
-        self._leases_lost = 0
+        self.connection_retries = 0
+        self.takeovers = 0
+        self.leases_lost = 0
 
     def add_connection_retry(self) -> None:
         with self._guard:
-            self._connection_retries += 1
+            self.connection_retries += 1
 
     def add_takeover(self) -> None:
         with self._guard:
-            self._takeovers += 1
+            self.takeovers += 1
 
     def add_lease_lost(self) -> None:
         with self._guard:
-            self._leases_lost += 1
-
-    @property
-    def connection_retries(self) -> int:
-        with self._guard:
-            return self._connection_retries
-
-    @property
-    def takeovers(self) -> int:
-        with self._guard:
-            return self._takeovers
-
-    @property
-    def leases_lost(self) -> int:
-        with self._guard:
-            return self._leases_lost
+            self.leases_lost += 1

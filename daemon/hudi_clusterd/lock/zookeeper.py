@@ -10,8 +10,9 @@ nothing else under the lock path, so Hudi's writers and the daemon exclude each 
 
 A ZooKeeper lock is a lease, not a fence: the node lives as long as the session. Once the connection is suspended
 (the session may already have expired at the server) or the session is lost, the lease counts as lost for good
-and :meth:`ZooKeeperLease.verify` raises ``LockError``; otherwise ``verify`` checks, with one ``exists`` call,
-that the node is still there and still the session's.
+and ``verify`` (`LeaseBase`) raises ``LockError``; otherwise ``verify`` checks, with one ``exists`` call, that
+the node is still there and still the session's. A lock whose holder's session ended is taken over by the
+ZooKeeper server (it removes the node), so this provider counts no take-overs of its own.
 
 Each acquisition has its own kazoo client (one ZooKeeper session), started by :meth:`ZooKeeperLockProvider.acquire`
 and stopped by :meth:`ZooKeeperLease.release`, as Hudi's writers build a Curator client per acquisition. A lost
@@ -26,7 +27,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from types import TracebackType
 from typing import Any
 
 import structlog
@@ -35,7 +35,8 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.retry import KazooRetry
 
 from hudi_clusterd.errors import LockError
-from hudi_clusterd.lock.provider import LocalMutexes
+from hudi_clusterd.lock.lease import LeaseBase
+from hudi_clusterd.lock.provider import LocalMutexes, take_mutex
 from hudi_clusterd.lock.table_keys import table_name
 from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.lock.zookeeper_options import LOCK_KEY, ZooKeeperOptions, path_problem
@@ -44,6 +45,9 @@ from hudi_clusterd.storage import Storage
 log = structlog.get_logger(__name__)
 
 LOCK_NAME = "lock-"
+"""Curator's node name of ``InterProcessMutex``: contenders sort by the text after its last occurrence."""
+PROTECTED_PREFIX = "_c_"
+PROPERTIES_FILE = ".hoodie/hoodie.properties"
 
 
 def _kazoo_logger() -> logging.Logger:
@@ -52,8 +56,6 @@ def _kazoo_logger() -> logging.Logger:
     logger = logging.getLogger("kazoo.client.clusterd")
     logger.setLevel(logging.ERROR)
     return logger
-"""Curator's node name of ``InterProcessMutex``: contenders sort by the text after its last occurrence."""
-PROTECTED_PREFIX = "_c_"
 
 
 def curator_sort_key(child: str) -> str:
@@ -140,9 +142,7 @@ class ZooKeeperLockProvider:
         if (why := path_problem(lock_path)) is not None:
             raise LockError(f"ZooKeeper lock path {lock_path!r} {why}; check hoodie.write.lock.zookeeper.base_path "
                             "and lock_key")
-        if not self._mutex.acquire(timeout=timeout):
-            raise LockError(f"{self.describe()}: timed out after {timeout:g}s waiting for another thread of this "
-                            "process")
+        take_mutex(self._mutex, timeout, self.describe())
         client: Any = None
         try:
             client = self._start_client()
@@ -181,22 +181,21 @@ class ZooKeeperLockProvider:
         return table_name(None, self.storage, instead_of=LOCK_KEY.name)
 
 
-class ZooKeeperLease:
-    """One holding of the lock: an ephemeral-sequential node of its own ZooKeeper session."""
+class ZooKeeperLease(LeaseBase):
+    """One holding of the lock: an ephemeral-sequential node of its own ZooKeeper session (no heartbeat: the
+    session is the lease)."""
 
     def __init__(self, provider: ZooKeeperLockProvider, client: Any, lock_path: str, mutex: threading.Lock) -> None:
+        super().__init__(where=f"ZooKeeper {provider.options.connect} {lock_path}", stats=provider.stats,
+                         mutex=mutex)
         self.provider = provider
         self.lock_path = lock_path
         self.node: str | None = None
         self._client = client
         self._session: tuple[int, bytes] = tuple(client.client_id)
         self._session_id = self._session[0]
-        self._mutex: threading.Lock | None = mutex
         self._prefix = f"{PROTECTED_PREFIX}{uuid.uuid4()}-{LOCK_NAME}"
         self._wake = threading.Event()
-        self._held = False
-        self._lost: str | None = None
-        self._released = False
         client.add_listener(self._on_state)
 
     @property
@@ -215,10 +214,6 @@ class ZooKeeperLease:
         """kazoo's state of the lease's connection: ``CONNECTED``, ``SUSPENDED`` or ``LOST``."""
         return str(self._client.state)
 
-    @property
-    def where(self) -> str:
-        return f"ZooKeeper {self.provider.options.connect} {self.lock_path}"
-
     # --- acquiring (driven by ZooKeeperLockProvider.acquire) -------------------------------------------------
 
     def take(self, deadline: float, timeout_s: float) -> None:
@@ -230,13 +225,14 @@ class ZooKeeperLease:
             self.node = created.rsplit("/", 1)[1]
             while True:
                 self._wake.clear()  # before the check: a state change from here on ends the wait below
-                self._check_connection()
+                if self.lost is not None:
+                    raise LockError(f"{self.where}: {self.lost} while waiting for the lock")
                 order = curator_order(self._client.get_children(self.lock_path))
                 if self.node not in order:
                     raise LockError(f"{self.where}: the lock node {self.node} vanished while waiting")
                 at = order.index(self.node)
                 if at == 0:
-                    self._held = True
+                    self.start()
                     log.debug("table lock taken", lock=self.where, node=self.node)
                     return
                 predecessor = order[at - 1]
@@ -256,57 +252,33 @@ class ZooKeeperLease:
             self.release()
             raise
 
-    def _check_connection(self) -> None:
-        if self._lost is not None:
-            raise LockError(f"{self.where}: {self._lost} while waiting for the lock")
-
     def _on_watch(self, _event: Any) -> None:
         self._wake.set()
 
     def _on_state(self, state: str) -> bool:
-        if state in (KazooState.SUSPENDED, KazooState.LOST) and not self._released:
-            self._lose(f"the ZooKeeper connection was {'suspended' if state == KazooState.SUSPENDED else 'lost'}")
+        if state in (KazooState.SUSPENDED, KazooState.LOST) and not self.released:
+            self.lose(f"the ZooKeeper connection was {'suspended' if state == KazooState.SUSPENDED else 'lost'}")
         self._wake.set()
         return False  # keep listening
 
-    def _lose(self, reason: str) -> None:
-        if self._lost is not None:
-            return
-        self._lost = reason
-        if self._held:
-            self.provider.stats.add_lease_lost()
-            log.error("table lock lost while held", lock=self.where, node=self.node, reason=reason)
+    # --- the protocol's steps --------------------------------------------------------------------------------
 
-    # --- holding ---------------------------------------------------------------------------------------------
+    def _check_ours(self) -> None:
+        """The connection never faltered since the lock was taken (see `_on_state`) and the node is still there,
+        owned by this session: one ``exists`` call."""
+        try:
+            stat = self._client.exists_async(f"{self.lock_path}/{self.node}").get(
+                timeout=self.provider.options.connection_timeout_s)
+        except Exception as e:  # kazoo errors and the handler's time-out alike
+            self.lose(f"checking the lock node failed ({e.__class__.__name__})")
+        else:
+            if stat is None:
+                self.lose(f"the lock node {self.node} is gone")
+            elif stat.ephemeralOwner != self._session_id:
+                self.lose(f"the lock node {self.node} belongs to another session")
 
-    def verify(self) -> None:
-        """Raise ``LockError`` unless the connection never faltered since the lock was taken and the node is
-        still there, owned by this session (call before a timeline write)."""
-        if self._released or not self._held:
-            raise LockError(f"{self.where}: the table lock is not held")
-        if self._lost is None:
-            try:
-                stat = self._client.exists_async(f"{self.lock_path}/{self.node}").get(
-                    timeout=self.provider.options.connection_timeout_s)
-            except Exception as e:  # kazoo errors and the handler's time-out alike
-                self._lose(f"checking the lock node failed ({e.__class__.__name__})")
-            else:
-                if stat is None:
-                    self._lose(f"the lock node {self.node} is gone")
-                elif stat.ephemeralOwner != self._session_id:
-                    self._lose(f"the lock node {self.node} belongs to another session")
-        if self._lost is not None:
-            raise LockError(f"{self.where}: the table lock was lost while held ({self._lost}); nothing more is "
-                            "written under it")
-
-    # --- releasing -------------------------------------------------------------------------------------------
-
-    def release(self) -> None:
-        """Delete the node while the session lives, end the session and let the next thread in; a second call
-        does nothing. Never raises for a lost session."""
-        if self._released:
-            return
-        self._released = True
+    def _give_back(self) -> None:
+        """Delete the node while the session lives, then end the session (which removes the node anyway)."""
         client = self._client
         client.remove_listener(self._on_state)
         try:
@@ -322,16 +294,6 @@ class ZooKeeperLease:
                                 error=e.__class__.__name__)
         finally:
             _stop(client)
-            mutex, self._mutex = self._mutex, None
-            if mutex is not None:
-                mutex.release()
-
-    def __enter__(self) -> ZooKeeperLease:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.release()
 
 
 def _stop(client: Any) -> None:

@@ -198,7 +198,7 @@ def test_a_stolen_lock_fails_verify_and_heartbeat_and_its_release_leaves_the_thi
     # Then the holder's check fails, for good, and names who holds it now
     with pytest.raises(LockError, match=r"lost while held \(thief holds it now\); nothing more is written"):
         lease.verify()
-    assert not lease.heartbeat()  # nothing renewed
+    assert not lease.renew()  # nothing renewed
     with pytest.raises(LockError, match="lost while held"):
         lease.verify()
     lease.release()
@@ -211,7 +211,7 @@ def test_a_heartbeat_that_finds_the_item_taken_loses_the_lease(server: Any, key:
     lease = provider(props(server, key, lease_ms=3000)).acquire()
     try:
         thief = hudi_item(server, key, owner="thief")
-        assert not lease.heartbeat()
+        assert not lease.renew()
         assert item_of(server, key)["recordVersionNumber"]["S"] == thief  # type: ignore[index]
         with pytest.raises(LockError, match=r"lost while held \(a heartbeat found thief holding it\)"):
             lease.verify()
@@ -232,7 +232,7 @@ def test_a_lease_past_its_time_without_heartbeats_fails_verify_and_is_never_rene
                                             r"less a 0\.4s safety margin: a pause, or no heartbeat\)"):
             lease.verify()
         # And a heartbeat that comes late does not renew it
-        assert not lease.heartbeat()
+        assert not lease.renew()
         assert item_of(server, key)["recordVersionNumber"]["S"] == rvn  # type: ignore[index]
     finally:
         lease.release()
@@ -247,7 +247,7 @@ def test_a_heartbeat_that_wakes_after_a_pause_does_not_renew(server: Any, key: s
     rvn = lease.record_version
     pause[0] = 2.5
     # Then the heartbeat renews nothing, and the lease is lost for good
-    assert not lease.heartbeat()
+    assert not lease.renew()
     assert item_of(server, key)["recordVersionNumber"]["S"] == rvn  # type: ignore[index]
     with pytest.raises(LockError, match="lost while held"):
         lease.verify()

@@ -206,3 +206,39 @@ def test_an_object_store_is_refused_naming_the_lock_file_and_what_to_use() -> No
         assert storage.list_dir(".hoodie") == []  # nothing written
     finally:
         ObjectStorage.memory_buckets.drop(bucket)
+
+
+def test_a_takeover_moves_only_the_lock_file_it_judged_dead_never_one_created_since(tmp_path: Path) -> None:
+    # Given a dead daemon's lock file, long unrefreshed
+    (tmp_path / ".hoodie").mkdir()
+    dead = tmp_path / LOCK_FILE
+    dead.write_text(json.dumps({"owner": "dead:1:0", "holder": "hudi-clusterd"}))
+    os.utime(dead, (time.time() - 1000, time.time() - 1000))
+    live = FileSystemLockProvider(open_storage(str(tmp_path)), LockOptions(timeout_s=0, stale_s=60))
+    leases = []
+
+    # And a contender whose rename of the file it judged dead comes after another contender moved that file away
+    # and a live daemon created its own lock there
+    class Racing(type(open_storage(str(tmp_path)))):  # type: ignore[misc]
+        def rename(self, src: str, dst: str) -> None:
+            if not leases:
+                dead.unlink()
+                leases.append(live.acquire())
+            super().rename(src, dst)
+
+    contender = FileSystemLockProvider(Racing(str(tmp_path)), LockOptions(timeout_s=0, stale_s=60))
+    # When the contender tries to take the lock
+    with pytest.raises(LockError, match="timed out"):
+        contender.acquire()
+    # Then the live daemon's lock is where it was, still its own, and nothing was counted as taken over
+    (lease,) = leases
+    try:
+        lease.verify()
+        assert json.loads(dead.read_text())["owner"] == lease.owner
+        assert contender.stats.takeovers == 0
+        assert [p.name for p in (tmp_path / ".hoodie").iterdir() if ".dead." in p.name] == []
+    finally:
+        lease.release()
+    # And once it is given back, the contender takes the lock
+    with contender.acquire() as taken:
+        taken.verify()

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ from hudi_clusterd.lock.registry import PROVIDERS
 from hudi_clusterd.lock.storage_lock_format import StorageLockTimes
 from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider
 from hudi_clusterd.storage import MemoryStorage, open_storage
-from tests.builders import make_policy
+from tests.builders import TableGen, make_policy
 
 _PKG = "org.apache.hudi.client.transaction.lock."
 REFUSED = [
@@ -169,3 +171,31 @@ def test_storage_lock_times_breaking_hudis_constraints_are_refused_naming_key_an
     assert lock_problems(full) == problems
     with pytest.raises(ConfigError, match="the table's lock cannot be taken"):
         lock_provider_from_properties(full, MemoryStorage("memory://registry-refused/t"))
+
+
+_IMPORTS = """
+import sys
+from hudi_clusterd.lock import registry
+from hudi_clusterd.commands.common import open_table
+table = open_table(sys.argv[1], None)
+with table.lock():
+    pass
+if sys.argv[2] == "zookeeper":
+    registry.lock_provider_from_properties({"hoodie.write.lock.provider": registry.ZOOKEEPER_PROVIDER,
+                                            "hoodie.write.lock.zookeeper.url": "127.0.0.1:1",
+                                            "hoodie.write.lock.zookeeper.lock_key": "t",
+                                            "hoodie.write.lock.zookeeper.base_path": "/l"}, table.storage)
+print(" ".join(sorted({m.split(".")[0] for m in sys.modules} & {"boto3", "botocore", "kazoo"})))
+"""
+
+
+@pytest.mark.parametrize(("then", "clients"), [("file", ""), ("zookeeper", "kazoo")])
+def test_lock_service_clients_are_imported_only_for_a_table_that_uses_them(tmp_path: Path, then: str,
+                                                                            clients: str) -> None:
+    # Given a local table locked with the file lock, opened and locked in a fresh interpreter
+    gen = TableGen(tmp_path / "t")
+    gen.commit({"p=0": [1.0]})
+    done = subprocess.run([sys.executable, "-c", _IMPORTS, str(gen.base), then], capture_output=True, text=True,
+                          check=True)
+    # Then neither boto3, botocore nor kazoo was imported; a ZooKeeper lock's provider brings kazoo in
+    assert done.stdout.strip() == clients

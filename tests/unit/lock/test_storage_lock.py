@@ -15,6 +15,7 @@ import pytest
 from hudi_clusterd.errors import LockError, StorageError
 from hudi_clusterd.lock import LocalMutexes, LockData, StorageLease, StorageLockProvider
 from hudi_clusterd.lock.storage_lock_format import LOCK_FILE
+from hudi_clusterd.retry import NO_RETRY
 from hudi_clusterd.storage import FileInfo, MemoryStorage, PutMode, open_storage
 
 T0 = 1_700_000_000.0
@@ -86,7 +87,7 @@ def make(storage: RecordingStorage, wall: Clock, elapsed: Clock) -> Make:
                  mutexes: LocalMutexes | None = None) -> StorageLockProvider:
         return StorageLockProvider(storage, validity_s=validity_s, renew_interval_s=renew_interval_s,
                                    timeout_s=timeout_s, clock=wall, elapsed=elapsed, retry_interval_s=0.05,
-                                   release_retry_delays_s=(), mutexes=mutexes)
+                                   release_retry=NO_RETRY, mutexes=mutexes)
 
     return provider
 
@@ -304,7 +305,7 @@ def test_the_heartbeat_renews_and_stops_once_the_lease_ran_out(storage: Recordin
     wait_until(lambda: len(storage.puts) >= 3)  # renewing
     lease.verify()
     elapsed.t += 3  # paused past the validity: its heartbeat wakes before anyone calls verify
-    wait_until(lambda: lease._lost is not None)
+    wait_until(lambda: lease.lost is not None)
     writes = len(storage.puts)
     time.sleep(0.25)
     assert len(storage.puts) == writes
