@@ -4,7 +4,8 @@ do when the store's answer does not say what happened.
 A `TransientStorageError` (no answer, a reset, a server error) leaves a write's outcome unknown: it may have landed.
 So the file is read back. Our exact bytes there: it landed, and the call succeeds with the file's info. Another
 writer's bytes: the other writer won (a create returns None, a compare-and-swap raises `PreconditionFailed`, an
-overwrite is tried again). No file: it did not land, and it is tried again. A `ThrottledError` did nothing and is
+overwrite is tried again), unless they are the very version a compare-and-swap meant to replace: then it did not
+land, and it is tried again. No file: it did not land, and it is tried again. A `ThrottledError` did nothing and is
 tried again after a pause. The tries are bounded by the storage's `RetryPolicy` deadline.
 
 A create that finds the file, or a compare-and-swap that fails its condition, is read back as well: the store's
@@ -60,6 +61,8 @@ def _put_once(storage: Storage, rel: str, data: bytes, mode: PutMode, if_match: 
             return _landed(storage, rel, info)
         if mode is PutMode.CREATE:
             return None
+        if if_match is not None and info.version == if_match:
+            raise  # the version we meant to replace is still there: it did not land, tried again
         if if_match is not None:
             raise PreconditionFailed(f"{storage.full_path(rel)}: version {if_match} expected, found another "
                                      "writer's file after a write whose answer was lost") from None
