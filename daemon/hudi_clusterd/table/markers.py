@@ -98,7 +98,8 @@ def marker_type(storage: Storage, instant_time: str) -> str:
 def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
     """Every marker of an instant, of either kind, sorted and without duplicates; empty when there are none.
 
-    A marker naming a partition outside the table refuses the instant's markers (``MetadataDecodeError``)."""
+    A marker naming a data file outside the table (`check_relative_path`) refuses the instant's markers
+    (``MetadataDecodeError`` naming the marker file and the path), before any file they name is touched."""
     root = marker_dir(instant_time)
     found: set[Marker] = set()
     stack = [root]
@@ -117,7 +118,7 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
                 named = [] if marker is None else [marker]
             for m in named:
                 try:
-                    check_relative_path(m.partition_path, "marker partition")
+                    check_relative_path(m.data_file_path, "marker")
                 except ValueError as e:
                     raise MetadataDecodeError(f"{storage.full_path(entry.path)}: {e}; the markers of instant "
                                               f"{instant_time} are refused") from None

@@ -22,14 +22,15 @@ from hudi_clusterd.ops.snapshot import TableSnapshot
 from tests.builders import TableGen, make_policy
 
 
-@pytest.mark.parametrize("path", ["../x", "p1/../../x", "/abs/p1", "p1//x", "./p1", ".hoodie/x",
-                                  "p1/.."])
+@pytest.mark.parametrize("path", ["../x", "p1/../../x", "/abs/p1", "/etc/x", "p1//x", "./p1", ".hoodie/x", "p1/..",
+                                  "a\\..\\b", "back\\slash", "s3://other-bucket/x", "file:/etc/x", "C:/x",
+                                  "p1/\x00x", "p1/tab\tx"])
 def test_check_relative_path_refuses_what_leaves_the_table(path: str) -> None:
     with pytest.raises(ValueError, match="is not a path inside the table"):
         check_relative_path(path, "partition")
 
 
-@pytest.mark.parametrize("path", ["", "p1", "year=2024/month=01", "a b/c:d", "back\\slash", "p1/x_0-1-2_1.parquet"])
+@pytest.mark.parametrize("path", ["", "p1", "year=2024/month=01", "a b/c:d", "k=12:30", "p1/x_0-1-2_1.parquet"])
 def test_check_relative_path_accepts_table_paths(path: str) -> None:
     assert check_relative_path(path, "partition") == path
 
