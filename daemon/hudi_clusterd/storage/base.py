@@ -198,6 +198,7 @@ class Storage(ABC):
     def event_folder(self, rel: str = "") -> str | None:
         """The operating system's folder whose file-system events (watchdog) show changes under ``rel``; None for a
         storage that has no such events (an object store is polled)."""
+        self.confined(rel)
         return None
 
     def _wrap(self, op: str, rel: str, e: Exception) -> StorageError:

@@ -123,9 +123,10 @@ class LocalStorage(Storage):
             return pafs.LocalFileSystem().open_input_file(self.full_path(rel))
 
     def open_output(self, rel: str) -> pa.NativeFile:
+        path = self.full_path(rel)
         try:
             os.makedirs(self.full_path(parent_of(rel)), exist_ok=True)
-            return pafs.LocalFileSystem().open_output_stream(self.full_path(rel))
+            return pafs.LocalFileSystem().open_output_stream(path)
         except OSError as e:
             raise self._wrap("write", rel, e) from e
 
@@ -163,9 +164,10 @@ class LocalStorage(Storage):
                 os.unlink(tmp)
 
     def rename(self, src: str, dst: str) -> None:
+        src_path, dst_path = self.full_path(src), self.full_path(dst)
         try:
             os.makedirs(self.full_path(parent_of(dst)), exist_ok=True)
-            os.replace(self.full_path(src), self.full_path(dst))
+            os.replace(src_path, dst_path)
         except FileNotFoundError as e:
             raise StorageError(f"rename {self.full_path(src)}: not found") from e
         except OSError as e:

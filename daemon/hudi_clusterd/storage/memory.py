@@ -196,11 +196,12 @@ class MemoryStorage(Storage):
                 self.volume.dirs.add(key)
 
     def rename(self, src: str, dst: str) -> None:
+        src_key, dst_key = self._key(src), self._key(dst)
         with self.volume.lock:
-            entry = self.volume.files.pop(self._key(src), None)
+            entry = self.volume.files.pop(src_key, None)
             if entry is None:
                 raise StorageError(f"rename {self.full_path(src)}: not found")
-            self.volume.files[self._key(dst)] = _Entry(entry.data, self.volume.next_version(), entry.mtime_ns)
+            self.volume.files[dst_key] = _Entry(entry.data, self.volume.next_version(), entry.mtime_ns)
 
     def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
         key = self._key(rel)

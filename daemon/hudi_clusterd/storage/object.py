@@ -219,9 +219,10 @@ class ObjectStorage(Storage):
 
         if self.location.cloud == "azure":
             return self._size(rel), b""
+        key = self._key(rel)
         self._count(GET)
         try:
-            result = obs.get(self.client.store, self._key(rel), options={"range": {"suffix": MIN_FETCH}})
+            result = obs.get(self.client.store, key, options={"range": {"suffix": MIN_FETCH}})
             tail = bytes(result.bytes())
         except FileNotFoundError as e:
             raise StorageError(f"file not found: {self.uri(rel)}") from e
@@ -295,7 +296,9 @@ class ObjectStorage(Storage):
         return pa.PythonFile(UploadWriter(writer, self.uri(rel), done, wrap), mode="w")
 
     def makedirs(self, rel: str) -> None:
-        """Nothing: an object store's folders are the prefixes of its keys (``empty_folders`` is False)."""
+        """Nothing (the path checked): an object store's folders are the prefixes of its keys (``empty_folders`` is
+        False)."""
+        self.confined(rel)
 
     def rename(self, src: str, dst: str) -> None:
         raise StorageError(f"rename {self.uri(src)} to {self.uri(dst)}: object stores cannot rename (a copy and a "
