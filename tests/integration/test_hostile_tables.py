@@ -164,8 +164,8 @@ def test_execute_plan_naming_file_outside_table_is_refused_and_file_survives(tmp
     files_before = data_files(gen.base)
     content = outside.read_bytes()
 
-    with pytest.raises(MetadataDecodeError, match=f"{t}.replacecommit.requested: slice .* is not in the table's "
-                                                  "partition 'p1'; the plan is refused"):
+    with pytest.raises(MetadataDecodeError, match=f"{t}.replacecommit.requested: slice .* is outside the table's "
+                                                  "storage .*; the plan is refused"):
         execute_pending(gen.table, runner, t, parallelism=pol.max_parallelism)
 
     assert outside.read_bytes() == content

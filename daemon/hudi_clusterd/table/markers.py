@@ -64,8 +64,9 @@ def marker_dir(instant_time: str) -> str:
 
 
 def parse_marker_name(name: str) -> Marker | None:
-    """Parse ``<partitionPath>/<dataFileName>.marker.<IOType>``; None for anything else."""
-    name = name.strip().strip("/")
+    """Parse ``<partitionPath>/<dataFileName>.marker.<IOType>``; None for anything else. The path is kept as named
+    (a leading ``/`` too), for `list_markers` to check."""
+    name = name.strip()
     head, sep, io = name.rpartition(f"{MARKER_EXTENSION}.")
     if not sep or not head:
         return None

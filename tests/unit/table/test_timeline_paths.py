@@ -83,15 +83,19 @@ def test_a_plan_whose_slice_partition_escapes_is_refused_and_can_be_purged(tmp_p
     assert not list(tmp_path.glob("escape*")) and not (tmp_path.parent / "escape").exists()
 
 
-def test_a_plan_whose_base_file_lies_outside_its_partition_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("where", "says"), [
+    ("outside", r"path 'file:.*/elsewhere/p1/.*' is outside the table's storage .*/t"),
+    ("other-partition", r"names base file 'file:.*/t/p2/.*', which is not in the table's partition 'p1'"),
+])
+def test_a_plan_whose_base_file_lies_outside_its_partition_is_refused(tmp_path: Path, where: str, says: str) -> None:
     gen = _table(tmp_path)
     record = _plan_record(gen)
-    outside = tmp_path / "elsewhere" / "p1"
+    folder = tmp_path / "elsewhere" / "p1" if where == "outside" else gen.base / "p2"
     slice0 = record["clusteringPlan"]["inputGroups"][0]["slices"][0]
-    slice0["dataFilePath"] = f"file:{outside}/{slice0['dataFilePath'].rsplit('/', 1)[-1]}"
+    slice0["dataFilePath"] = f"file:{folder}/{slice0['dataFilePath'].rsplit('/', 1)[-1]}"
     t = _save(gen, record)
-    with pytest.raises(MetadataDecodeError, match=rf"{t}\.replacecommit\.requested: slice .* is not in the table's "
-                                                  r"partition 'p1'; the plan is refused"):
+    with pytest.raises(MetadataDecodeError, match=rf"{t}\.replacecommit\.requested: slice [^:]*: {says}; the plan "
+                                                  "is refused"):
         gen.table.pending_clustering_plans()
 
 
