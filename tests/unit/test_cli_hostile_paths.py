@@ -2,10 +2,12 @@
 commit's write stats, a rollback plan and a marker of a table on local disk: the command that reads each
 (``execute``, ``cluster``, ``rollback``) refuses it in one line naming the file and the path, and nothing beside the
 table (the canary ``x`` that ``../x`` names, a sibling folder) changes, bytes or modification time, nor any data file
-of the table. The same on S3: ``tests/integration/storage/test_hostile_paths_s3.py``."""
+of the table. The same on S3: ``tests/integration/storage/test_hostile_paths_s3.py``. A partition folder named with
+a backslash or a control character (by another writer) refuses the table in one line."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,3 +56,23 @@ def test_a_hostile_path_is_refused_in_one_line_and_nothing_beside_the_table_chan
     assert _files(tmp_path, leave_out=gen.base) == outside
     assert (tmp_path / CANARY).read_bytes() == b"canary"
     assert _data_files(gen.base) == data
+
+
+@pytest.mark.parametrize("folder", ["back\\slash", "tab\tp"])
+@pytest.mark.parametrize("command", ["status", "schedule"])
+def test_a_partition_folder_whose_name_is_refused_refuses_the_table_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: str, command: str) -> None:
+    # Given a table another writer wrote with a partition folder named with a backslash or a control character
+    gen = TableGen(tmp_path / "t")
+    for i in range(3):
+        gen.commit({"bs": [float(i)], "p2": [1.0]})
+    (gen.base / "bs").rename(gen.base / folder)
+    for c in (gen.base / ".hoodie").glob("*.commit"):
+        c.write_text(c.read_text().replace('"bs', json.dumps(folder)[:-1]))
+    before = _files(tmp_path)
+    capsys.readouterr()
+    # When a command reads it, then the table is refused in one line naming the folder, and nothing is written
+    code = main([command, "--base-path", str(gen.base), *(["--force"] if command == "schedule" else [])])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(lines) == 1 and lines[0].startswith("error: ") and repr(folder)[1:-1] in lines[0], lines
+    assert _files(tmp_path) == before
