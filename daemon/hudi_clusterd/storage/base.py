@@ -220,7 +220,9 @@ class Storage(ABC):
 
     @abstractmethod
     def rel_from_uri(self, uri: str) -> str:
-        """Inverse of ``uri``: a path relative to the base path; refuses paths outside it (`StorageError`)."""
+        """Inverse of ``uri``: a path relative to the base path. Refuses (`PathOutsideStorageError`) a URI of another
+        scheme or bucket, one outside the base path, one with a ``..`` segment, and one whose path below the base
+        `confined` refuses."""
 
     @abstractmethod
     def child(self, rel: str) -> Storage:
