@@ -2,7 +2,7 @@
 relative path, ``hudi_clusterd.storage.paths``) and the timeline's decoders (plans, commit metadata, markers,
 ``domain.file_group.check_relative_path``) apply.
 
-A relative path leaves its root, or names something else than a file below it, when it is absolute (``/etc/x``),
+A relative path leaves its root, or names something other than a file below it, when it is absolute (``/etc/x``),
 has a ``..`` segment, holds a backslash (a separator on Windows, where Hadoop reads ``a\\..\\b`` as ``a/../b``), a
 control character (NUL included) or is a URI or a drive path (``s3://other-bucket/x``, ``C:/x``). Such a path is
 never one Hudi writes.
