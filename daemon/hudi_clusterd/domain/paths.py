@@ -4,8 +4,9 @@ relative path, ``hudi_clusterd.storage.paths``) and the timeline's decoders (pla
 
 A relative path leaves its root, or names something other than a file below it, when it is absolute (``/etc/x``),
 has a ``..`` segment, holds a backslash (a separator on Windows, where Hadoop reads ``a\\..\\b`` as ``a/../b``), a
-control character (NUL included) or is a URI or a drive path (``s3://other-bucket/x``, ``C:/x``). Such a path is
-never one Hudi writes.
+control character (NUL included) or is a URI or a drive path (``s3://other-bucket/x``, ``C:/x``). Hudi's writers
+name such paths only for partition values holding those characters without URL encoding; a table with one is
+refused too.
 """
 
 from __future__ import annotations
