@@ -95,6 +95,13 @@ class StorageAccessError(StorageError):
     retryable = False
 
 
+class PathOutsideStorageError(StorageError):
+    """A path leaves the storage's root (``..``, an absolute path, a backslash, a control character, a URI of
+    another scheme or bucket): refused before anything is read, written or deleted. Trying again cannot help."""
+
+    retryable = False
+
+
 class PreconditionFailed(StorageError):
     """A conditional write or delete found another version of the file than the one it was given (or no file):
     someone else changed it since it was read. Read it again and decide again."""

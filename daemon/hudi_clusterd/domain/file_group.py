@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hudi_clusterd.domain.paths import escape_reason
+
 FileGroupId = tuple[str, str]
 """(partition path, file id)."""
 
@@ -63,16 +65,21 @@ def write_token(task_partition_id: int, stage_id: int, task_attempt_id: int) -> 
 
 
 def check_relative_path(path: str, what: str) -> str:
-    """``path`` when it is a normalised path inside a table (relative, ``/``-separated, no ``.``/``..`` or empty
-    parts, outside ``.hoodie``; a backslash is an ordinary character of a partition value); ``""`` (the table's
-    root) passes. Raises ``ValueError`` naming
-    ``what`` otherwise: paths read from the timeline must never lead a write or a delete out of the table."""
+    """``path`` when it is a normalised path inside a table: it stays below the table's root by the rule every
+    storage applies (`domain.paths.escape_reason`: not absolute, no ``..`` segment, backslash, control character
+    or URI), has no ``.`` or empty parts, and lies outside ``.hoodie``; ``""`` (the table's root) passes. Raises
+    ``ValueError`` naming ``what``, the path and why otherwise: paths read from the timeline must never lead a read,
+    a write or a delete out of the table."""
     if path == "":
         return path
     parts = path.split("/")
-    if (path.startswith("/") or any(p in ("", ".", "..") for p in parts)
-            or parts[0] == ".hoodie"):
-        raise ValueError(f"{what} {path!r} is not a path inside the table")
+    reason = escape_reason(path)
+    if reason is None and any(p in ("", ".") for p in parts):
+        reason = "an empty or '.' segment"
+    if reason is None and parts[0] == ".hoodie":
+        reason = "in .hoodie"
+    if reason is not None:
+        raise ValueError(f"{what} {path!r} is not a path inside the table ({reason})")
     return path
 
 

@@ -16,7 +16,6 @@ stores (one-second times).
 
 from __future__ import annotations
 
-import posixpath
 import threading
 from urllib.parse import urlencode, urlsplit
 
@@ -24,7 +23,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from hudi_clusterd.errors import StorageError
-from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, inside, join, parent_of
+from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, join, parent_of
+from hudi_clusterd.storage.paths import inside
 
 _PATH_ONLY_SCHEMES = frozenset({"hdfs", "viewfs", "file"})
 """Schemes whose host (a name node) is not part of the file system's paths."""
@@ -73,18 +73,18 @@ class ArrowStorage(Storage):
     # --- paths ------------------------------------------------------------------------------------------------
 
     def full_path(self, rel: str = "") -> str:
-        return join(self.root, rel)
+        return join(self.root, self.confined(rel))
 
     def uri(self, rel: str = "") -> str:
-        rel = rel.strip("/")
+        rel = self.confined(rel).strip("/")
         return f"{self.base_uri}/{rel}" if rel else self.base_uri
 
     def rel_from_uri(self, uri: str) -> str:
         path = _fs_path(uri, self.spec.scheme) if "://" in uri else uri
-        return inside(posixpath.normpath(path), self.root, uri, self.base_uri)
+        return inside(path, self.root, uri, self.base_uri)
 
     def child(self, rel: str) -> ArrowStorage:
-        return ArrowStorage(self.spec.child(rel), self._fs)
+        return ArrowStorage(self.spec.child(self.confined(rel)), self._fs)
 
     # --- reading ----------------------------------------------------------------------------------------------
 

@@ -1,6 +1,9 @@
 """The storage seam: what every storage of a table offers, whatever it is built on.
 
-Paths given to ``Storage`` methods are relative to the storage's base path, with ``/`` separators. A storage is
+Paths given to ``Storage`` methods are relative to the storage's base path, with ``/`` separators; every method
+that takes one refuses, before any I/O, a path that leaves the base path (`Storage.confined`: an absolute path, a
+``..`` segment, a backslash, a control character, a URI), and `Storage.rel_from_uri` a URI of another scheme,
+bucket or folder, both with `PathOutsideStorageError` naming the path and the storage. A storage is
 opened from a `StorageSpec` (``hudi_clusterd.storage.open_storage``); each implementation declares what it can
 do atomically (`Capabilities`), and callers that need a guarantee check it instead of asking what the storage is.
 
@@ -23,7 +26,6 @@ as `Storage.requests`; the others give None.
 from __future__ import annotations
 
 import enum
-import posixpath
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from hudi_clusterd.errors import StorageError
 from hudi_clusterd.retry import STORAGE_RETRY, RetryPolicy
+from hudi_clusterd.storage.paths import confine
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -177,6 +180,11 @@ class Storage(ABC):
 
     # --- paths ------------------------------------------------------------------------------------------------
 
+    def confined(self, rel: str) -> str:
+        """``rel`` when it stays below this storage's root, else `PathOutsideStorageError` naming it and the storage
+        (`storage.paths.confine`). Every method that takes a relative path asks it before any I/O."""
+        return confine(rel, self.base_uri)
+
     @abstractmethod
     def full_path(self, rel: str = "") -> str:
         """The path of ``rel`` without scheme, as messages name it."""
@@ -190,6 +198,7 @@ class Storage(ABC):
     def event_folder(self, rel: str = "") -> str | None:
         """The operating system's folder whose file-system events (watchdog) show changes under ``rel``; None for a
         storage that has no such events (an object store is polled)."""
+        self.confined(rel)
         return None
 
     def _wrap(self, op: str, rel: str, e: Exception) -> StorageError:
@@ -211,7 +220,9 @@ class Storage(ABC):
 
     @abstractmethod
     def rel_from_uri(self, uri: str) -> str:
-        """Inverse of ``uri``: a path relative to the base path; refuses paths outside it (`StorageError`)."""
+        """Inverse of ``uri``: a path relative to the base path. Refuses (`PathOutsideStorageError`) a URI of another
+        scheme or bucket, one outside the base path, one with a ``..`` segment, and one whose path below the base
+        `confined` refuses."""
 
     @abstractmethod
     def child(self, rel: str) -> Storage:
@@ -259,7 +270,7 @@ class Storage(ABC):
         land and it is tried again, within `retry`'s deadline. A create that finds the file, or a compare-and-swap
         that fails its condition, is read back too: a client that retried a write of ours which had landed sees
         our own bytes there, and that is a success, not another writer."""
-        self._check_conditional(rel, mode, if_match)
+        self._check_conditional(self.confined(rel), mode, if_match)
         from hudi_clusterd.storage.settle import settled_put
 
         return settled_put(self, rel, data, mode, if_match)
@@ -292,7 +303,7 @@ class Storage(ABC):
         (refused, `StorageError`, where ``conditional_delete`` does not hold). A delete whose outcome is unknown
         (`TransientStorageError`) is settled by looking again: the file gone means it landed (True); still there
         (at the version asked for) means it is tried again, within `retry`'s deadline."""
-        self._check_conditional(rel, None, if_match)
+        self._check_conditional(self.confined(rel), None, if_match)
         from hudi_clusterd.storage.settle import settled_delete
 
         return settled_delete(self, rel, if_match, missing_ok)
@@ -327,11 +338,3 @@ class Storage(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_uri!r})"
 
-
-def inside(path: str, root: str, uri: str, base: str) -> str:
-    """``path`` (normalised) relative to ``root``; `StorageError` naming ``uri`` when outside."""
-    norm = posixpath.normpath(path) if path else path
-    root = root.rstrip("/")
-    if root and not (norm == root or norm.startswith(root + "/")):
-        raise StorageError(f"path {uri!r} is outside the table's base path {base!r}")
-    return norm[len(root):].lstrip("/")

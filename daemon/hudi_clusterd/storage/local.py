@@ -27,11 +27,11 @@ from hudi_clusterd.storage.base import (
     PutMode,
     Storage,
     StorageSpec,
-    inside,
     join,
     parent_of,
     temp_file_name,
 )
+from hudi_clusterd.storage.paths import inside, outside
 
 LOCAL_CAPABILITIES = Capabilities(atomic_create=True, conditional_update=False, atomic_rename=True, atomic_put=True,
                                   conditional_delete=False, unique_versions=True, empty_folders=True)
@@ -70,7 +70,7 @@ class LocalStorage(Storage):
         self.spec = StorageSpec(self.root, spec.options)  # absolute: executors open the same folder
 
     def full_path(self, rel: str = "") -> str:
-        return join(self.root, rel)
+        return join(self.root, self.confined(rel))
 
     def uri(self, rel: str = "") -> str:
         return "file:" + self.full_path(rel)
@@ -82,14 +82,14 @@ class LocalStorage(Storage):
             while path.startswith("//"):
                 path = path[1:]
         elif "://" in path:
-            raise StorageError(f"path {uri!r} is outside the table's base path {self.base_uri!r}")
-        return inside(os.path.normpath(path), self.root, uri, self.base_uri)
+            raise outside(uri, self.base_uri, "another scheme")
+        return inside(path, self.root, uri, self.base_uri)
 
     def event_folder(self, rel: str = "") -> str | None:
         return self.full_path(rel)
 
     def child(self, rel: str) -> LocalStorage:
-        return LocalStorage(self.spec.child(rel))
+        return LocalStorage(self.spec.child(self.confined(rel)))
 
     def info(self, rel: str) -> FileInfo | None:
         try:
@@ -123,9 +123,10 @@ class LocalStorage(Storage):
             return pafs.LocalFileSystem().open_input_file(self.full_path(rel))
 
     def open_output(self, rel: str) -> pa.NativeFile:
+        path = self.full_path(rel)
         try:
             os.makedirs(self.full_path(parent_of(rel)), exist_ok=True)
-            return pafs.LocalFileSystem().open_output_stream(self.full_path(rel))
+            return pafs.LocalFileSystem().open_output_stream(path)
         except OSError as e:
             raise self._wrap("write", rel, e) from e
 
@@ -163,9 +164,10 @@ class LocalStorage(Storage):
                 os.unlink(tmp)
 
     def rename(self, src: str, dst: str) -> None:
+        src_path, dst_path = self.full_path(src), self.full_path(dst)
         try:
             os.makedirs(self.full_path(parent_of(dst)), exist_ok=True)
-            os.replace(self.full_path(src), self.full_path(dst))
+            os.replace(src_path, dst_path)
         except FileNotFoundError as e:
             raise StorageError(f"rename {self.full_path(src)}: not found") from e
         except OSError as e:

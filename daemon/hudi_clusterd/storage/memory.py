@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 
 from hudi_clusterd.errors import PreconditionFailed, StorageError
-from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, inside, join
+from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, join
+from hudi_clusterd.storage.paths import inside, outside
 
 MEMORY_CAPABILITIES = Capabilities(atomic_create=True, conditional_update=True, atomic_rename=True, atomic_put=True,
                                    conditional_delete=True, unique_versions=True, empty_folders=True)
@@ -105,10 +106,10 @@ class MemoryStorage(Storage):
     # --- paths ------------------------------------------------------------------------------------------------
 
     def _key(self, rel: str) -> str:
-        return join(self.root, rel)
+        return join(self.root, self.confined(rel))
 
     def full_path(self, rel: str = "") -> str:
-        return join(self.volume_name, self.root, rel)
+        return join(self.volume_name, self.root, self.confined(rel))
 
     def uri(self, rel: str = "") -> str:
         return f"memory://{self.full_path(rel)}"
@@ -117,13 +118,13 @@ class MemoryStorage(Storage):
         if uri.startswith("memory://"):
             path = uri[len("memory://"):]
         elif "://" in uri:
-            raise StorageError(f"path {uri!r} is outside the table's base path {self.base_uri!r}")
+            raise outside(uri, self.base_uri, "another scheme")
         else:
             path = uri
         return inside("/" + path.lstrip("/"), "/" + self.full_path(), uri, self.base_uri)
 
     def child(self, rel: str) -> MemoryStorage:
-        return MemoryStorage(self.spec.child(rel))
+        return MemoryStorage(self.spec.child(self.confined(rel)))
 
     # --- reading ----------------------------------------------------------------------------------------------
 
@@ -169,7 +170,7 @@ class MemoryStorage(Storage):
     # --- writing ----------------------------------------------------------------------------------------------
 
     def open_output(self, rel: str) -> pa.NativeFile:
-        return pa.PythonFile(_Output(self, rel), mode="w")
+        return pa.PythonFile(_Output(self, self.confined(rel)), mode="w")
 
     def _put(self, rel: str, data: bytes, *, mode: PutMode, if_match: str | None) -> FileInfo | None:
         key = self._key(rel)
@@ -195,11 +196,12 @@ class MemoryStorage(Storage):
                 self.volume.dirs.add(key)
 
     def rename(self, src: str, dst: str) -> None:
+        src_key, dst_key = self._key(src), self._key(dst)
         with self.volume.lock:
-            entry = self.volume.files.pop(self._key(src), None)
+            entry = self.volume.files.pop(src_key, None)
             if entry is None:
                 raise StorageError(f"rename {self.full_path(src)}: not found")
-            self.volume.files[self._key(dst)] = _Entry(entry.data, self.volume.next_version(), entry.mtime_ns)
+            self.volume.files[dst_key] = _Entry(entry.data, self.volume.next_version(), entry.mtime_ns)
 
     def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
         key = self._key(rel)

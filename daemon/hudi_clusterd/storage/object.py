@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 
 from hudi_clusterd.errors import PreconditionFailed, StorageError
-from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, inside, join
+from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, join
 from hudi_clusterd.storage.object_client import ObjectClient
 from hudi_clusterd.storage.object_config import MemoryBuckets, parse_location, versions
 from hudi_clusterd.storage.object_errors import object_error
@@ -59,6 +59,7 @@ from hudi_clusterd.storage.object_io import (
     UploadWriter,
     upload_requests,
 )
+from hudi_clusterd.storage.paths import inside, outside
 from hudi_clusterd.storage.requests import DELETE, GET, HEAD, LIST, PRECONDITION_FAILED, PUT, RequestCounts
 
 if TYPE_CHECKING:
@@ -93,13 +94,13 @@ class ObjectStorage(Storage):
     # --- paths ------------------------------------------------------------------------------------------------
 
     def _key(self, rel: str) -> str:
-        return join(self.root, rel)
+        return join(self.root, self.confined(rel))
 
     def full_path(self, rel: str = "") -> str:
-        return join(self.location.netloc, self.root, rel)
+        return join(self.location.netloc, self.root, self.confined(rel))
 
     def uri(self, rel: str = "") -> str:
-        rel = rel.strip("/")
+        rel = self.confined(rel).strip("/")
         return f"{self.base_uri}/{rel}" if rel else self.base_uri
 
     def rel_from_uri(self, uri: str) -> str:
@@ -109,15 +110,15 @@ class ObjectStorage(Storage):
             scheme = parts.scheme.lower()
             family = {"s3a": "s3", "abfss": "abfs"}.get(scheme, scheme)
             if family != self.location.family or parts.netloc != self.location.netloc:
-                raise StorageError(f"path {uri!r} is outside the table's base path {self.base_uri!r}")
+                raise outside(uri, self.base_uri, "another scheme or bucket")
             path = join(parts.netloc, parts.path)
-        return inside(posixpath.normpath(path), self.full_path(), uri, self.base_uri)
+        return inside(path, self.full_path(), uri, self.base_uri)
 
     def s3a_options(self) -> dict[str, str] | None:
         return s3a_bucket_options(self.location, self.spec.options)
 
     def child(self, rel: str) -> ObjectStorage:
-        return ObjectStorage(self.spec.child(rel), client=self.client)
+        return ObjectStorage(self.spec.child(self.confined(rel)), client=self.client)
 
     @property
     def requests(self) -> RequestCounts:
@@ -218,9 +219,10 @@ class ObjectStorage(Storage):
 
         if self.location.cloud == "azure":
             return self._size(rel), b""
+        key = self._key(rel)
         self._count(GET)
         try:
-            result = obs.get(self.client.store, self._key(rel), options={"range": {"suffix": MIN_FETCH}})
+            result = obs.get(self.client.store, key, options={"range": {"suffix": MIN_FETCH}})
             tail = bytes(result.bytes())
         except FileNotFoundError as e:
             raise StorageError(f"file not found: {self.uri(rel)}") from e
@@ -294,7 +296,9 @@ class ObjectStorage(Storage):
         return pa.PythonFile(UploadWriter(writer, self.uri(rel), done, wrap), mode="w")
 
     def makedirs(self, rel: str) -> None:
-        """Nothing: an object store's folders are the prefixes of its keys (``empty_folders`` is False)."""
+        """Nothing (the path checked): an object store's folders are the prefixes of its keys (``empty_folders`` is
+        False)."""
+        self.confined(rel)
 
     def rename(self, src: str, dst: str) -> None:
         raise StorageError(f"rename {self.uri(src)} to {self.uri(dst)}: object stores cannot rename (a copy and a "

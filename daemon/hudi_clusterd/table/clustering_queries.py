@@ -31,14 +31,14 @@ def _check_plan_paths(store: TimelineStore, inst: Instant, plan: ClusteringPlan)
     for s in (s for g in plan.input_groups for s in g.slices):
         try:
             rel = storage.rel_from_uri(s.data_file_path)
+            wrong = "" if rel == join_partition(s.partition_path, s.file_name) else (
+                f"names base file {s.data_file_path!r}, which is not in the table's partition {s.partition_path!r}")
         except StorageError as e:
-            rel = f"(outside: {e})"
-        if rel != join_partition(s.partition_path, s.file_name):
+            wrong = str(e)
+        if wrong:
             source = storage.full_path(store.path(inst.with_state(State.REQUESTED)))
-            raise MetadataDecodeError(
-                f"{source}: slice {s.file_id} names base file {s.data_file_path!r}, which is not in the table's "
-                f"partition {s.partition_path!r}; the plan is refused (remove it with hudi-clusterd rollback "
-                f"--instant {inst.time} --purge)")
+            raise MetadataDecodeError(f"{source}: slice {s.file_id}: {wrong}; the plan is refused (remove it with "
+                                      f"hudi-clusterd rollback --instant {inst.time} --purge)")
 
 
 def is_clustering_instant(store: TimelineStore, inst: Instant) -> bool:

@@ -61,8 +61,9 @@ def marker_dir(instant_time: str) -> str:
 
 
 def parse_marker_name(name: str) -> Marker | None:
-    """Parse ``<partitionPath>/<dataFileName>.marker.<IOType>``; None for anything else."""
-    name = name.strip().strip("/")
+    """Parse ``<partitionPath>/<dataFileName>.marker.<IOType>``; None for anything else. The path is kept as named
+    (a leading ``/`` too), for `list_markers` to check."""
+    name = name.strip()
     head, sep, io = name.rpartition(f"{MARKER_EXTENSION}.")
     if not sep or not head:
         return None
@@ -87,7 +88,8 @@ def create_marker(storage: Storage, instant_time: str, partition_path: str, data
 def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
     """Every marker of an instant, of either kind, sorted and without duplicates; empty when there are none.
 
-    A marker naming a partition outside the table refuses the instant's markers (``MetadataDecodeError``)."""
+    A marker naming a data file outside the table (`check_relative_path`) refuses the instant's markers
+    (``MetadataDecodeError`` naming the marker file and the path), before any file they name is touched."""
     root = marker_dir(instant_time)
     found: set[Marker] = set()
     stack = [root]
@@ -106,7 +108,7 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
                 named = [] if marker is None else [marker]
             for m in named:
                 try:
-                    check_relative_path(m.partition_path, "marker partition")
+                    check_relative_path(m.data_file_path, "marker")
                 except ValueError as e:
                     raise MetadataDecodeError(f"{storage.full_path(entry.path)}: {e}; the markers of instant "
                                               f"{instant_time} are refused") from None

@@ -19,7 +19,6 @@ The same code retires failed ingestion commits and (keeping the requested plan) 
 
 from __future__ import annotations
 
-import posixpath
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -29,15 +28,20 @@ from typing import Any
 import structlog
 
 from hudi_clusterd.domain.commit import WriteStat
-from hudi_clusterd.domain.file_group import BaseFile
+from hudi_clusterd.domain.file_group import BaseFile, check_relative_path
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.errors import ExecutionError, MetadataDecodeError, StorageError, TimelineError
+from hudi_clusterd.errors import (
+    ExecutionError,
+    MetadataDecodeError,
+    PathOutsideStorageError,
+    StorageError,
+    TimelineError,
+)
 from hudi_clusterd.formats.avro import decode_ocf, encode_record
 from hudi_clusterd.table.heartbeat import heartbeat_path
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.markers import IOType, delete_markers, list_markers
-from hudi_clusterd.table.timeline_store import META_FOLDER
 
 log = structlog.get_logger(__name__)
 
@@ -58,14 +62,14 @@ class RollbackResult:
 def safe_file_of_instant(rel: str, instant_time: str) -> BaseFile | None:
     """The base file at ``rel`` if it may be deleted by a rollback of ``instant_time``, else None.
 
-    Refuses absolute paths, ``..``, anything under ``.hoodie`` and any name that is not a base file of exactly
-    that instant."""
-    if not rel or rel.startswith("/") or "\\" in rel:
+    Refuses any path `check_relative_path` refuses (one that leaves the table, or lies in ``.hoodie``) and any
+    name that is not a base file of exactly that instant."""
+    try:
+        if not check_relative_path(rel, "file"):
+            return None
+    except ValueError:
         return None
-    norm = posixpath.normpath(rel)
-    if norm != rel or norm.startswith("../") or norm == ".." or norm.split("/", 1)[0] == META_FOLDER:
-        return None
-    partition, _, name = norm.rpartition("/")
+    partition, _, name = rel.rpartition("/")
     bf = BaseFile.parse(partition, name, 0)
     if bf is None or bf.instant_time != instant_time:
         return None
@@ -106,15 +110,16 @@ def _plan_record(table: HoodieTable, target: Instant, files: Iterable[BaseFile])
     }
 
 
-def _plan_files(table: HoodieTable, plan: dict[str, Any], instant_time: str) -> list[BaseFile]:
+def _plan_files(table: HoodieTable, plan: dict[str, Any], source: str, instant_time: str) -> list[BaseFile]:
+    """The base files of ``instant_time`` that a rollback plan (file ``source``) names. A path outside the table
+    refuses the plan (``MetadataDecodeError`` naming ``source`` and the path), before anything is deleted."""
     out: list[BaseFile] = []
     for req in plan.get("RollbackRequests") or []:
         for uri in req.get("filesToBeDeleted") or []:
             try:
                 rel = table.storage.rel_from_uri(str(uri))
-            except StorageError:
-                log.warning("rollback plan names a file outside the table; ignored", file=uri)
-                continue
+            except PathOutsideStorageError as e:
+                raise MetadataDecodeError(f"{source}: filesToBeDeleted: {e}; the rollback plan is refused") from None
             bf = safe_file_of_instant(rel, instant_time)
             if bf is not None:
                 out.append(bf)
@@ -137,8 +142,9 @@ def _partitions_written(table: HoodieTable, target: Instant) -> list[str] | None
 
 
 def _pending_rollback_for(table: HoodieTable, timeline: Timeline,
-                          target_time: str) -> tuple[Instant, dict[str, Any]] | None:
-    """An unfinished rollback instant whose plan targets ``target_time`` (to resume it)."""
+                          target_time: str) -> tuple[Instant, dict[str, Any], str] | None:
+    """An unfinished rollback instant whose plan targets ``target_time`` (to resume it), its plan and the plan's
+    file."""
     for inst in timeline.of_actions([Action.ROLLBACK]).pending().after(target_time):
         path = table.timeline_store.path(inst.with_state(State.REQUESTED))
         if not table.storage.exists(path):
@@ -150,7 +156,7 @@ def _pending_rollback_for(table: HoodieTable, timeline: Timeline,
             continue
         target = (plan.get("instantToRollback") or {}).get("commitTime")
         if target == target_time:
-            return inst, plan
+            return inst, plan, table.storage.full_path(path)
     return None
 
 
@@ -180,9 +186,9 @@ def _rollback_locked(table: HoodieTable, instant_time: str, action: Action,
     pending = _pending_rollback_for(table, timeline, instant_time)
     resumed = pending is not None
     if pending is not None:
-        rollback, plan = pending
+        rollback, plan, source = pending
         rollback = rollback.with_state(State.REQUESTED)
-        files = {bf.relative_path: bf for bf in _plan_files(table, plan, instant_time)}
+        files = {bf.relative_path: bf for bf in _plan_files(table, plan, source, instant_time)}
     else:
         rollback = Instant(table.new_instant_time(timeline), Action.ROLLBACK, State.REQUESTED)
         files = {}

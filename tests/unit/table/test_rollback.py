@@ -10,7 +10,7 @@ import pytest
 
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.errors import StorageError, TimelineError
+from hudi_clusterd.errors import PathOutsideStorageError, StorageError, TimelineError
 from hudi_clusterd.formats.avro_schema import arrow_to_avro_json
 from hudi_clusterd.table.base_file_writer import BaseFileTaskWriter, BaseFileWriteSpec, TaskIds
 from hudi_clusterd.table.hoodie_table import HoodieTable
@@ -94,7 +94,7 @@ def test_rollback_without_markers_lists_files_of_the_instant(tmp_path: Path) -> 
 
 
 def test_rollback_never_deletes_files_of_other_instants_or_outside(tmp_path: Path) -> None:
-    # Given a pending instant whose markers name another instant's file and a path escaping the table
+    # Given a pending instant whose markers name another instant's file (a marker escaping the table is refused)
     table = _table(tmp_path)
     other = start_commit(table)
     others = _write_files(table, other.instant_time, ["a"])
@@ -105,7 +105,8 @@ def test_rollback_never_deletes_files_of_other_instants_or_outside(tmp_path: Pat
     create_marker(table.storage, handle.instant_time, "a", others[0].split("/")[1])
     outside = tmp_path.parent / f"x-0_0-1-2_{handle.instant_time}.parquet"
     outside.write_bytes(b"keep")
-    create_marker(table.storage, handle.instant_time, "..", outside.name)
+    with pytest.raises(PathOutsideStorageError, match=r"'\.\.' segment"):  # the storage refuses such a marker
+        create_marker(table.storage, handle.instant_time, "..", outside.name)
     # When rolled back
     result = rollback_pending(table, handle.instant_time, Action.COMMIT, delete_requested=True)
     # Then nothing of theirs was touched

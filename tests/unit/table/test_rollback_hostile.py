@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -51,22 +52,15 @@ def test_rollback_timeline_server_markers_naming_outside_files_delete_nothing_ou
         f"p1/{own.name}.marker.CREATE",
     ]))
     before = sorted(p.name for p in (gen.base / ".hoodie").iterdir())
-    with pytest.raises(MetadataDecodeError, match=f"MARKERS0: marker partition .* is not a path inside the table; "
-                                                  f"the markers of instant {t} are refused"):
+    with pytest.raises(MetadataDecodeError, match=f"MARKERS0: marker .* is not a path inside the table "
+                                                  rf"\(.*\); the markers of instant {t} are refused"):
         rollback_pending(gen.table, t, delete_requested=True)
     assert own.exists()  # the instant is refused as a whole: nothing deleted, nothing written
     assert all(v.read_bytes() == b"keep me" for v in victims)
     assert sorted(p.name for p in (gen.base / ".hoodie").iterdir()) == before
 
 
-def test_rollback_resumed_plan_naming_outside_files_deletes_nothing_outside(tmp_path: Path) -> None:
-    gen = small_table(tmp_path, commits=1)
-    t = _pending_commit(gen)
-    victims = _victims(tmp_path, gen.base, t)
-    own = gen.base / "p1" / f"own-0_0-1-2_{t}.parquet"
-    own.write_bytes(b"written by the failed commit")
-    files = [f"file:{v}" for v in victims] + [f"file:{gen.base}/p1/../../outside/{victims[0].name}",
-                                              str(victims[0]), f"file:{own}"]
+def _resumable_rollback(gen: TableGen, t: str, files: list[str]) -> str:
     plan = {"instantToRollback": {"commitTime": t, "action": "commit"},
             "RollbackRequests": [{"partitionPath": "p1", "fileId": "x", "latestBaseInstant": t,
                                   "filesToBeDeleted": files, "logBlocksToBeDeleted": None}],
@@ -74,7 +68,36 @@ def test_rollback_resumed_plan_naming_outside_files_deletes_nothing_outside(tmp_
     r = gen.next_time()  # an interrupted rollback: requested plan only
     gen.table.timeline_store.create(Instant(r, Action.ROLLBACK, State.REQUESTED),
                                     encode_record("HoodieRollbackPlan", plan))
+    return r
+
+
+def test_rollback_resumed_plan_deletes_only_files_of_the_instant(tmp_path: Path) -> None:
+    gen = small_table(tmp_path, commits=1)
+    t = _pending_commit(gen)
+    victims = _victims(tmp_path, gen.base, t)[2:]  # in .hoodie, and another instant's file
+    own = gen.base / "p1" / f"own-0_0-1-2_{t}.parquet"
+    own.write_bytes(b"written by the failed commit")
+    r = _resumable_rollback(gen, t, [f"file:{v}" for v in victims] + [f"file:{own}"])
     result = rollback_pending(gen.table, t, delete_requested=True)
     assert result is not None and result.resumed and result.rollback_time == r
     assert result.deleted_files == (f"p1/{own.name}",)
     assert all(v.read_bytes() == b"keep me" for v in victims)
+
+
+@pytest.mark.parametrize("where", ["outside", "sibling", "dotdot", "plain-absolute"])
+def test_rollback_resumed_plan_naming_outside_files_is_refused_and_deletes_nothing(tmp_path: Path,
+                                                                                  where: str) -> None:
+    gen = small_table(tmp_path, commits=1)
+    t = _pending_commit(gen)
+    victims = _victims(tmp_path, gen.base, t)
+    own = gen.base / "p1" / f"own-0_0-1-2_{t}.parquet"
+    own.write_bytes(b"written by the failed commit")
+    bad = {"outside": f"file:{victims[0]}", "sibling": f"file:{victims[1]}",
+           "dotdot": f"file:{gen.base}/p1/../../outside/{victims[0].name}", "plain-absolute": str(victims[0])}[where]
+    r = _resumable_rollback(gen, t, [f"file:{own}", bad])
+    before = sorted(p.name for p in (gen.base / ".hoodie").iterdir())
+    with pytest.raises(MetadataDecodeError, match=rf"{r}\.rollback\.requested: filesToBeDeleted: path "
+                                                  rf"'{re.escape(bad)}' is outside the table's storage"):
+        rollback_pending(gen.table, t, delete_requested=True)
+    assert own.exists() and all(v.read_bytes() == b"keep me" for v in victims)
+    assert sorted(p.name for p in (gen.base / ".hoodie").iterdir()) == before

@@ -22,14 +22,15 @@ from hudi_clusterd.ops.snapshot import TableSnapshot
 from tests.builders import TableGen, make_policy
 
 
-@pytest.mark.parametrize("path", ["../x", "p1/../../x", "/abs/p1", "p1//x", "./p1", ".hoodie/x",
-                                  "p1/.."])
+@pytest.mark.parametrize("path", ["../x", "p1/../../x", "/abs/p1", "/etc/x", "p1//x", "./p1", ".hoodie/x", "p1/..",
+                                  "a\\..\\b", "back\\slash", "s3://other-bucket/x", "file:/etc/x", "C:/x",
+                                  "p1/\x00x", "p1/tab\tx"])
 def test_check_relative_path_refuses_what_leaves_the_table(path: str) -> None:
     with pytest.raises(ValueError, match="is not a path inside the table"):
         check_relative_path(path, "partition")
 
 
-@pytest.mark.parametrize("path", ["", "p1", "year=2024/month=01", "a b/c:d", "back\\slash", "p1/x_0-1-2_1.parquet"])
+@pytest.mark.parametrize("path", ["", "p1", "year=2024/month=01", "a b/c:d", "k=12:30", "p1/x_0-1-2_1.parquet"])
 def test_check_relative_path_accepts_table_paths(path: str) -> None:
     assert check_relative_path(path, "partition") == path
 
@@ -82,15 +83,19 @@ def test_a_plan_whose_slice_partition_escapes_is_refused_and_can_be_purged(tmp_p
     assert not list(tmp_path.glob("escape*")) and not (tmp_path.parent / "escape").exists()
 
 
-def test_a_plan_whose_base_file_lies_outside_its_partition_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("where", "says"), [
+    ("outside", r"path 'file:.*/elsewhere/p1/.*' is outside the table's storage .*/t"),
+    ("other-partition", r"names base file 'file:.*/t/p2/.*', which is not in the table's partition 'p1'"),
+])
+def test_a_plan_whose_base_file_lies_outside_its_partition_is_refused(tmp_path: Path, where: str, says: str) -> None:
     gen = _table(tmp_path)
     record = _plan_record(gen)
-    outside = tmp_path / "elsewhere" / "p1"
+    folder = tmp_path / "elsewhere" / "p1" if where == "outside" else gen.base / "p2"
     slice0 = record["clusteringPlan"]["inputGroups"][0]["slices"][0]
-    slice0["dataFilePath"] = f"file:{outside}/{slice0['dataFilePath'].rsplit('/', 1)[-1]}"
+    slice0["dataFilePath"] = f"file:{folder}/{slice0['dataFilePath'].rsplit('/', 1)[-1]}"
     t = _save(gen, record)
-    with pytest.raises(MetadataDecodeError, match=rf"{t}\.replacecommit\.requested: slice .* is not in the table's "
-                                                  r"partition 'p1'; the plan is refused"):
+    with pytest.raises(MetadataDecodeError, match=rf"{t}\.replacecommit\.requested: slice [^:]*: {says}; the plan "
+                                                  "is refused"):
         gen.table.pending_clustering_plans()
 
 

@@ -12,7 +12,7 @@ import structlog
 
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.errors import MetadataDecodeError, MetadataTableError, StorageError
+from hudi_clusterd.errors import MetadataDecodeError, MetadataTableError, PathOutsideStorageError, StorageError
 from hudi_clusterd.formats.avro import decode_ocf, encode_record
 from hudi_clusterd.formats.log import HeaderKey, LogFileName, decode_log_file
 from hudi_clusterd.table.metadata.base import MAINTAINED, MetadataTableBase
@@ -40,13 +40,13 @@ class MetadataRollbacks(MetadataTableBase):
         if inst is not None and inst.is_completed:
             self._check_not_compacted(timeline, inst)
         files = self._log_files_of(store, inst, target) if inst is not None else []
+        if pending is not None:  # its plan is checked before anything is written
+            files = sorted(set(files) | set(self._planned_files(store, mdt_rollback)))
         requested = Instant(mdt_rollback, Action.ROLLBACK, State.REQUESTED)
         if pending is None:
             store.create(requested, encode_record("HoodieRollbackPlan", self._rollback_plan(target, files)))
         if not store.exists(requested.with_state(State.INFLIGHT)):
             store.create(requested.with_state(State.INFLIGHT))
-        if pending is not None:
-            files = sorted(set(files) | set(self._planned_files(store, mdt_rollback)))
         if inst is not None and inst.is_completed:  # first, so that no reader merges its blocks any more
             store.delete(inst)
         deleted = []
@@ -154,6 +154,7 @@ class MetadataRollbacks(MetadataTableBase):
             for uri in req.get("filesToBeDeleted") or []:
                 try:
                     out.append(self.storage.rel_from_uri(str(uri)))
-                except StorageError:
-                    continue
+                except PathOutsideStorageError as e:
+                    raise MetadataDecodeError(f"{self.storage.full_path(path)}: filesToBeDeleted: {e}; the rollback "
+                                              "plan is refused") from None
         return out

@@ -13,9 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
+from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.errors import MetadataTableError
-from hudi_clusterd.formats.avro import encode_commit_metadata_v2
+from hudi_clusterd.errors import MetadataDecodeError, MetadataTableError
+from hudi_clusterd.formats.avro import encode_commit_metadata_v2, encode_record
 from hudi_clusterd.formats.log import LogFileName, decode_log_file
 from hudi_clusterd.storage import FileInfo, StorageSpec, is_stale_temp_file, open_storage
 from hudi_clusterd.table.metadata.writer import MetadataTable
@@ -219,3 +220,28 @@ def test_rollback_plan_names_log_files_by_uri_with_the_table_scheme(scheme: str)
     assert [r["filesToBeDeleted"] for r in plan["RollbackRequests"]] == [
         [f"{scheme}://bucket/tbl/.hoodie/metadata/{log_file}"]]
     assert mdt.storage.rel_from_uri(plan["RollbackRequests"][0]["filesToBeDeleted"][0]) == log_file
+
+
+@pytest.mark.parametrize("hostile", ["{base}/../x", "/etc/x", "{mdt}/files/a\\..\\b", "s3://other-bucket/x",
+                                     "{mdt}/files/x\x00"])
+def test_an_interrupted_metadata_rollback_whose_plan_names_a_path_outside_is_refused(tmp_path: Path,
+                                                                                    hostile: str) -> None:
+    # Given an interrupted metadata rollback whose plan also names a path outside the metadata table
+    base = tmp_path / "t"
+    mdt = mdt_table(base, 9)
+    mdt.commit(T, clustering(base), {"p=a": []}, [T])
+    (tmp_path / "x").write_bytes(b"canary")
+    store = mdt.timeline_store()
+    requested = Instant(R, Action.ROLLBACK, State.REQUESTED)
+    bad = hostile.format(base=base, mdt=base / ".hoodie" / "metadata")
+    plan = {"instantToRollback": {"commitTime": T, "action": "deltacommit"},
+            "RollbackRequests": [{"partitionPath": "files", "fileId": "files-0000-0", "latestBaseInstant": T,
+                                  "filesToBeDeleted": [bad], "logBlocksToBeDeleted": None}], "version": 1}
+    store.create(requested, encode_record("HoodieRollbackPlan", plan))
+    before = {str(p): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    # When the rollback runs again, then it is refused in one line naming the plan's file and the path
+    with pytest.raises(MetadataDecodeError, match=rf"{R}\.rollback\.requested: filesToBeDeleted: path "
+                                                  rf"{re.escape(repr(bad))} is outside the table's storage"):
+        mdt.rollback(T, "20261126010808000")
+    # And nothing was written or deleted
+    assert {str(p): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
