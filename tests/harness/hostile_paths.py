@@ -26,7 +26,7 @@ from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import RequestedReplaceMetadata
 from hudi_clusterd.formats.avro import _requested_replace_writer, encode_ocf, encode_record
 from hudi_clusterd.ops.schedule import schedule
-from hudi_clusterd.table.markers import MARKERS_TYPE_FILE, marker_dir
+from hudi_clusterd.table.markers import marker_dir
 from tests.builders import TableGen, make_policy
 
 __all__ = ["CANARY", "HOSTILE_PATHS", "PLACES", "Planted", "as_uri", "plant"]
@@ -74,7 +74,7 @@ def plant(gen: TableGen, place: str, path: str, props: str) -> Planted:
         return Planted(["rollback", *common, "--instant", t], _rollback_plan_naming(gen, t, path))
     if place == "marker":
         folder = marker_dir(t)
-        gen.table.storage.put(f"{folder}/{MARKERS_TYPE_FILE}", b"TIMELINE_SERVER_BASED")
+        gen.table.storage.put(f"{folder}/MARKERS.type", b"TIMELINE_SERVER_BASED")
         gen.table.storage.put(f"{folder}/MARKERS0", f"{path}.marker.CREATE\n".encode())
         return Planted(["rollback", *common, "--instant", t], "MARKERS0")
     raise ValueError(f"unknown place {place!r}")
