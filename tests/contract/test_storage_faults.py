@@ -1,0 +1,229 @@
+"""The faults object stores produce, met by every writer of a clustering: the daemon's own ticks
+(`hudi_clusterd.runtime.service.TableWorker`: schedule and claim, execute, commit, clean up) on a small table with a
+metadata table, its storage failing as ``tests/harness/fault_injection.py`` makes it (refused before writing;
+written, then the reply lost; throttled, then served; a timeout before writing) at one user of the storage at a
+time: the timeline's requested, inflight and completed clustering files, the metadata table's deltacommit (its
+requested, inflight and completed files and its log file), the heartbeat (written at the claim, deleted after the
+commit) and the markers. Groups run on pyarrow (`ArrowGroupRunner`), through the same faulty storage.
+
+What a correct writer reaches, for each:
+
+- a write whose reply was lost landed: the writer carries on, its own file is never a collision, and the
+  clustering completes in the first tick; throttled or timed-out writes are tried again and complete it too;
+- a refused write fails that tick's step (the plan, the claim, or the attempt, rolled back with its plan kept),
+  and a later tick completes the clustering; a refusal after the commit point (the heartbeat's deletion) leaves
+  the clustering committed, counted, and its heartbeat removed at the next tick;
+- in every case: no clustering that committed is reported failed or rolled back, every file a completed instant
+  names is still there, and at rest the rows read by hudi-rs are exactly the rows before, with nothing pending,
+  orphaned or left behind.
+
+The storage lock's rows of the matrix are in the lock's contract tests. Apache Hudi 1.2's snapshot read of the
+same faults is ``tests/interop/test_storage_faults_hudi.py``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from hudi_clusterd.ops.events import CleanupFailed, Event, Outcome, PlanFinished
+from hudi_clusterd.runtime.reload import SettingsHolder
+from hudi_clusterd.runtime.service import Daemon, TableWorker
+from hudi_clusterd.settings import settings_from_properties
+from hudi_clusterd.table.hoodie_table import HoodieTable
+from tests.builders import TableGen
+from tests.harness.crash_harness import COLUMNS, check_recovered, completed_replace_file, completed_replace_files
+from tests.harness.fault_injection import Fault, FaultLog, Rule, inject
+from tests.harness.fault_storage import ArrowGroupRunner
+from tests.harness.hudi_rs_checks import hudi_rs_rows
+from tests.support import new_metadata_table
+
+_T = r"^\.hoodie/(timeline/)?\d+"
+_MDT = r"^\.hoodie/(timeline/)?\d+"  # relative to the metadata table's folder, as its storage names its files
+USERS: dict[str, list[tuple[str, str]]] = {
+    # (operation, path) of the storage calls each user makes
+    "requested": [("put", _T + r"\.(replacecommit|clustering)\.requested$")],
+    "inflight": [("put", _T + r"\.(replacecommit|clustering)\.inflight$")],
+    "completed": [("put", _T + r"(_\d+)?\.replacecommit$")],
+    "metadata commit": [("put", _MDT + r"\.deltacommit\.requested$"), ("put", _MDT + r"\.deltacommit\.inflight$"),
+                        ("put", r"^files/\.files-.*\.log\."),
+                        ("put", _MDT + r"(_\d+)?\.deltacommit$")],
+    "heartbeat": [("put", r"^\.hoodie/\.heartbeat/\d+$"), ("delete", r"^\.hoodie/\.heartbeat/\d+$")],
+    "markers": [("put", r"^\.hoodie/\.temp/\d+/.*\.marker\.CREATE$")],
+}
+FAULTS = list(Fault)
+WITH_METADATA_TABLE = {6}
+"""Table versions whose table here has a metadata table: hudi-rs reads a version-9 table's metadata table, which
+this hand-made one does not satisfy; layout 2 with Hudi's own metadata table is the interop test's."""
+CASES = [pytest.param(version, fault, user, id=f"v{version}-{fault.name.lower()}-{user.replace(' ', '_')}")
+         for version in (6, 9) for fault in FAULTS for user in USERS
+         if user != "metadata commit" or version in WITH_METADATA_TABLE]
+MAX_TICKS = 6
+
+PROPS = {"clusterd.tables": "t", "clusterd.metrics.address": "off", "clusterd.commit.wait.seconds": "0",
+         "hoodie.clustering.async.max.commits": "4", "hoodie.clustering.plan.strategy.sort.columns": "x",
+         "hoodie.clustering.max.parallelism": "1"}
+
+
+def with_metadata_table(base: Path, version: int) -> None:
+    """Give the table at ``base`` a metadata table of ``files``, as Apache Hudi initialises it."""
+    props = base / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.table.metadata.partitions=files\n")
+    new_metadata_table(base, version)
+
+
+@dataclass(frozen=True)
+class Pristine:
+    base: Path
+    version: int
+    expected: list[dict[str, Any]]
+
+
+def _v(partition: str, n: int) -> dict[str, pa.Array]:
+    return {"v": pa.array([1] * n, pa.int64())}
+
+
+@pytest.fixture(scope="module")
+def pristines(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Pristine]:
+    """Factory: the table of ``version`` (made once): four commits over two partitions (and, on version 6, a
+    metadata table), and its rows."""
+    made: dict[int, Pristine] = {}
+
+    def _pristine(version: int) -> Pristine:
+        if version not in made:
+            base = tmp_path_factory.mktemp(f"faults-v{version}") / "t"
+            gen = TableGen(base, table_version=version)
+            for i in range(4):
+                gen.commit({"p1": [float(i), i + 0.25], "p2": [i + 0.5]}, extra_columns=_v)
+            if version in WITH_METADATA_TABLE:
+                with_metadata_table(base, version)
+            expected = hudi_rs_rows(base, COLUMNS, "id")
+            assert len(expected) == 12
+            made[version] = Pristine(base, version, expected)
+        return made[version]
+
+    return _pristine
+
+
+def copy_of(pristine: Pristine, tmp_path: Path) -> Path:
+    base = tmp_path / "t"
+    shutil.copytree(pristine.base, base)
+    return base
+
+
+@dataclass
+class Recorded:
+    """The daemon's events; for each plan reported other than completed, whether its completed replacecommit was
+    on the timeline right then (a committed clustering reported failed)."""
+
+    base: Path
+    events: list[Event] = field(default_factory=list)
+    committed_but_reported: list[PlanFinished] = field(default_factory=list)
+
+    def notify(self, event: Event) -> None:
+        self.events.append(event)
+        if (isinstance(event, PlanFinished) and event.outcome is not Outcome.COMPLETED
+                and completed_replace_file(self.base, event.instant) is not None):
+            self.committed_but_reported.append(event)
+
+    def finished(self) -> list[PlanFinished]:
+        return [e for e in self.events if isinstance(e, PlanFinished)]
+
+    def cleanup_failed(self) -> list[CleanupFailed]:
+        return [e for e in self.events if isinstance(e, CleanupFailed)]
+
+
+@dataclass
+class FaultyDaemon:
+    """A daemon of one table whose storage (the worker's own, and the groups' runner's) fails as ``faults`` say."""
+
+    worker: TableWorker
+    faults: list[FaultLog]
+    recorded: Recorded
+
+    @property
+    def table(self) -> HoodieTable:
+        assert self.worker.table is not None
+        return self.worker.table
+
+    def tick(self) -> bool:
+        return self.worker.guarded_tick()
+
+
+def faulty_daemon(base: Path, *rules: Rule) -> FaultyDaemon:
+    recorded = Recorded(base)
+    props = {**PROPS, "clusterd.table.t.base.path": str(base)}
+    daemon = Daemon(SettingsHolder(settings_from_properties(props, source="test")[0]), ArrowGroupRunner(), recorded)
+    worker = TableWorker("t", daemon)
+    table = worker.open_table(daemon.settings.current, worker.spec)
+    faults = inject(table.storage, *rules)
+    logs = [faults]
+    mdt = table.metadata_table()
+    if mdt is not None:
+        logs.append(inject(mdt.storage, *rules))  # the same rules, on the metadata table's own storage
+    daemon.runner = ArrowGroupRunner(table.storage)
+    return FaultyDaemon(worker, logs, recorded)
+
+
+def rules_for(fault: Fault, user: str) -> list[Rule]:
+    return [Rule(fault, path, op) for op, path in USERS[user]]
+
+
+def completed_times(table: HoodieTable) -> set[str]:
+    return {i.time for i in table.timeline().replaces().completed()}
+
+
+def assert_nothing_named_is_gone(base: Path) -> None:
+    """Every file a completed commit or replacecommit names is on storage (no cleaner runs here)."""
+    table = HoodieTable.open(str(base))
+    for inst in table.timeline().commits().completed():
+        for ws in table.timeline_store.commit_metadata(inst).write_stats():
+            assert ws.path and (base / ws.path).is_file(), f"{inst}: {ws.path} named by a completed instant is gone"
+
+
+@pytest.mark.parametrize(("version", "fault", "user"), CASES)
+def test_a_fault_at_each_writer_reaches_what_a_correct_writer_reaches(pristines: Callable[[int], Pristine],
+                                                                      tmp_path: Path, version: int, fault: Fault,
+                                                                      user: str) -> None:
+    pristine = pristines(version)
+    table = copy_of(pristine, tmp_path)
+    # Given a daemon whose storage fails once at each storage call of one user of it
+    d = faulty_daemon(table, *rules_for(fault, user))
+    # When it ticks until it has completed a clustering (and once more, to rest)
+    ticks: list[bool] = []
+    while not any(e.outcome is Outcome.COMPLETED for e in d.recorded.finished()) and len(ticks) < MAX_TICKS:
+        ticks.append(d.tick())
+    assert d.tick()
+    what = f"v{pristine.version}, {fault.value} at the {user}"
+    # Then every fault fired where it was aimed
+    fired = {(op, rel) for log in d.faults for _, op, rel in log.fired}
+    for rule in d.faults[0].rules:
+        assert rule.times == 0, f"{what}: {rule} never fired; fired: {sorted(fired)}"
+    # and the outcome is a correct writer's
+    outcomes = [e.outcome for e in d.recorded.finished()]
+    done = completed_times(d.table)
+    assert len(done) == 1, f"{what}: {sorted(done)} completed"
+    [instant] = done
+    if fault is Fault.REFUSED:
+        # the refused step fails its tick (or its attempt, rolled back); a later tick completes the clustering
+        assert ticks.count(True) < len(ticks) or Outcome.FAILED in outcomes, (what, ticks, outcomes)
+    else:
+        # landed with the reply lost: carried on; throttled or timed out: tried again; done in the first tick
+        assert ticks == [True] and outcomes == [Outcome.COMPLETED], (what, ticks, outcomes)
+    # no committed clustering reported failed: the completed instant is the one reported completed, once
+    assert not d.recorded.committed_but_reported, (what, d.recorded.committed_but_reported)
+    assert [e.instant for e in d.recorded.finished() if e.outcome is Outcome.COMPLETED] == [instant], what
+    # a refusal after the commit point is clean-up left for the next tick, counted, never a failure
+    if fault is Fault.REFUSED and user == "heartbeat":
+        assert [(c.instant, c.step) for c in d.recorded.cleanup_failed()] == [(instant, "heartbeat")], what
+    else:
+        assert not d.recorded.cleanup_failed(), (what, d.recorded.cleanup_failed())
+    assert_nothing_named_is_gone(table)
+    assert len(completed_replace_files(table)) == 1
+    check_recovered(table, pristine.expected, what)
