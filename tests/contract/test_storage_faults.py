@@ -38,7 +38,13 @@ from hudi_clusterd.runtime.service import Daemon, TableWorker
 from hudi_clusterd.settings import settings_from_properties
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen
-from tests.harness.crash_harness import COLUMNS, check_recovered, completed_replace_file, completed_replace_files
+from tests.harness.crash_harness import (
+    COLUMNS,
+    check_recovered,
+    completed_replace_file,
+    completed_replace_files,
+    hoodie_names,
+)
 from tests.harness.fault_injection import Fault, FaultLog, Rule, inject
 from tests.harness.fault_storage import ArrowGroupRunner
 from tests.harness.hudi_rs_checks import hudi_rs_rows
@@ -58,6 +64,8 @@ USERS: dict[str, list[tuple[str, str]]] = {
     "markers": [("put", r"^\.hoodie/\.temp/\d+/.*\.marker\.CREATE$")],
 }
 FAULTS = list(Fault)
+BEFORE_ANY_FILE = {"requested", "inflight", "heartbeat"}
+"""Users whose refusal comes before the clustering wrote any file: the plan's save, and the claim's two writes."""
 WITH_METADATA_TABLE = {6}
 """Table versions whose table here has a metadata table: hudi-rs reads a version-9 table's metadata table, which
 this hand-made one does not satisfy; layout 2 with Hudi's own metadata table is the interop test's."""
@@ -213,6 +221,8 @@ def test_a_fault_at_each_writer_reaches_what_a_correct_writer_reaches(pristines:
     if fault is Fault.REFUSED:
         # the refused step fails its tick (or its attempt, rolled back); a later tick completes the clustering
         assert ticks.count(True) < len(ticks) or Outcome.FAILED in outcomes, (what, ticks, outcomes)
+        if user in BEFORE_ANY_FILE:  # a refused plan or claim leaves nothing to roll back
+            assert not [n for n in hoodie_names(table) if "rollback" in n], (what, hoodie_names(table))
     else:
         # landed with the reply lost: carried on; throttled or timed out: tried again; done in the first tick
         assert ticks == [True] and outcomes == [Outcome.COMPLETED], (what, ticks, outcomes)
