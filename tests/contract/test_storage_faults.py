@@ -1,6 +1,6 @@
 """The faults object stores produce, met by every writer of a clustering: the daemon's own ticks
 (`hudi_clusterd.runtime.service.TableWorker`: schedule and claim, execute, commit, clean up) on a small table with a
-metadata table, its storage failing as ``tests/harness/fault_injection.py`` makes it (refused before writing;
+metadata table, its storage failing as ``tests/harness/faulty_daemon.py`` makes it (refused before writing;
 written, then the reply lost; throttled, then served; a timeout before writing) at one user of the storage at a
 time: the timeline's requested, inflight and completed clustering files, the metadata table's deltacommit (its
 requested, inflight and completed files and its log file), the heartbeat (written at the claim, deleted after the
@@ -25,44 +25,22 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from hudi_clusterd.ops.events import CleanupFailed, Event, Outcome, PlanFinished
-from hudi_clusterd.runtime.reload import SettingsHolder
-from hudi_clusterd.runtime.service import Daemon, TableWorker
-from hudi_clusterd.settings import settings_from_properties
+from hudi_clusterd.ops.events import Outcome
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen
-from tests.harness.crash_harness import (
-    COLUMNS,
-    check_recovered,
-    completed_replace_file,
-    completed_replace_files,
-    hoodie_names,
-)
-from tests.harness.fault_injection import Fault, FaultLog, Rule, inject
-from tests.harness.fault_storage import ArrowGroupRunner
+from tests.harness.crash_harness import COLUMNS, check_recovered, completed_replace_files, hoodie_names
+from tests.harness.fault_injection import Fault
+from tests.harness.faulty_daemon import USERS, assert_nothing_named_is_gone, faulty_daemon, rules_for
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.support import new_metadata_table
 
-_T = r"^\.hoodie/(timeline/)?\d+"
-_MDT = r"^\.hoodie/(timeline/)?\d+"  # relative to the metadata table's folder, as its storage names its files
-USERS: dict[str, list[tuple[str, str]]] = {
-    # (operation, path) of the storage calls each user makes
-    "requested": [("put", _T + r"\.(replacecommit|clustering)\.requested$")],
-    "inflight": [("put", _T + r"\.(replacecommit|clustering)\.inflight$")],
-    "completed": [("put", _T + r"(_\d+)?\.replacecommit$")],
-    "metadata commit": [("put", _MDT + r"\.deltacommit\.requested$"), ("put", _MDT + r"\.deltacommit\.inflight$"),
-                        ("put", r"^files/\.files-.*\.log\."),
-                        ("put", _MDT + r"(_\d+)?\.deltacommit$")],
-    "heartbeat": [("put", r"^\.hoodie/\.heartbeat/\d+$"), ("delete", r"^\.hoodie/\.heartbeat/\d+$")],
-    "markers": [("put", r"^\.hoodie/\.temp/\d+/.*\.marker\.CREATE$")],
-}
 FAULTS = list(Fault)
 BEFORE_ANY_FILE = {"requested", "inflight", "heartbeat"}
 """Users whose refusal comes before the clustering wrote any file: the plan's save, and the claim's two writes."""
@@ -74,7 +52,7 @@ CASES = [pytest.param(version, fault, user, id=f"v{version}-{fault.name.lower()}
          if user != "metadata commit" or version in WITH_METADATA_TABLE]
 MAX_TICKS = 6
 
-PROPS = {"clusterd.tables": "t", "clusterd.metrics.address": "off", "clusterd.commit.wait.seconds": "0",
+PROPS = {"clusterd.metrics.address": "off", "clusterd.commit.wait.seconds": "0",
          "hoodie.clustering.async.max.commits": "4", "hoodie.clustering.plan.strategy.sort.columns": "x",
          "hoodie.clustering.max.parallelism": "1"}
 
@@ -125,74 +103,8 @@ def copy_of(pristine: Pristine, tmp_path: Path) -> Path:
     return base
 
 
-@dataclass
-class Recorded:
-    """The daemon's events; for each plan reported other than completed, whether its completed replacecommit was
-    on the timeline right then (a committed clustering reported failed)."""
-
-    base: Path
-    events: list[Event] = field(default_factory=list)
-    committed_but_reported: list[PlanFinished] = field(default_factory=list)
-
-    def notify(self, event: Event) -> None:
-        self.events.append(event)
-        if (isinstance(event, PlanFinished) and event.outcome is not Outcome.COMPLETED
-                and completed_replace_file(self.base, event.instant) is not None):
-            self.committed_but_reported.append(event)
-
-    def finished(self) -> list[PlanFinished]:
-        return [e for e in self.events if isinstance(e, PlanFinished)]
-
-    def cleanup_failed(self) -> list[CleanupFailed]:
-        return [e for e in self.events if isinstance(e, CleanupFailed)]
-
-
-@dataclass
-class FaultyDaemon:
-    """A daemon of one table whose storage (the worker's own, and the groups' runner's) fails as ``faults`` say."""
-
-    worker: TableWorker
-    faults: list[FaultLog]
-    recorded: Recorded
-
-    @property
-    def table(self) -> HoodieTable:
-        assert self.worker.table is not None
-        return self.worker.table
-
-    def tick(self) -> bool:
-        return self.worker.guarded_tick()
-
-
-def faulty_daemon(base: Path, *rules: Rule) -> FaultyDaemon:
-    recorded = Recorded(base)
-    props = {**PROPS, "clusterd.table.t.base.path": str(base)}
-    daemon = Daemon(SettingsHolder(settings_from_properties(props, source="test")[0]), ArrowGroupRunner(), recorded)
-    worker = TableWorker("t", daemon)
-    table = worker.open_table(daemon.settings.current, worker.spec)
-    faults = inject(table.storage, *rules)
-    logs = [faults]
-    mdt = table.metadata_table()
-    if mdt is not None:
-        logs.append(inject(mdt.storage, *rules))  # the same rules, on the metadata table's own storage
-    daemon.runner = ArrowGroupRunner(table.storage)
-    return FaultyDaemon(worker, logs, recorded)
-
-
-def rules_for(fault: Fault, user: str) -> list[Rule]:
-    return [Rule(fault, path, op) for op, path in USERS[user]]
-
-
 def completed_times(table: HoodieTable) -> set[str]:
     return {i.time for i in table.timeline().replaces().completed()}
-
-
-def assert_nothing_named_is_gone(base: Path) -> None:
-    """Every file a completed commit or replacecommit names is on storage (no cleaner runs here)."""
-    table = HoodieTable.open(str(base))
-    for inst in table.timeline().commits().completed():
-        for ws in table.timeline_store.commit_metadata(inst).write_stats():
-            assert ws.path and (base / ws.path).is_file(), f"{inst}: {ws.path} named by a completed instant is gone"
 
 
 @pytest.mark.parametrize(("version", "fault", "user"), CASES)
@@ -202,17 +114,13 @@ def test_a_fault_at_each_writer_reaches_what_a_correct_writer_reaches(pristines:
     pristine = pristines(version)
     table = copy_of(pristine, tmp_path)
     # Given a daemon whose storage fails once at each storage call of one user of it
-    d = faulty_daemon(table, *rules_for(fault, user))
+    d = faulty_daemon(table, PROPS, *rules_for(fault, user))
     # When it ticks until it has completed a clustering (and once more, to rest)
-    ticks: list[bool] = []
-    while not any(e.outcome is Outcome.COMPLETED for e in d.recorded.finished()) and len(ticks) < MAX_TICKS:
-        ticks.append(d.tick())
+    ticks = d.tick_until_completed(MAX_TICKS)
     assert d.tick()
     what = f"v{pristine.version}, {fault.value} at the {user}"
     # Then every fault fired where it was aimed
-    fired = {(op, rel) for log in d.faults for _, op, rel in log.fired}
-    for rule in d.faults[0].rules:
-        assert rule.times == 0, f"{what}: {rule} never fired; fired: {sorted(fired)}"
+    assert not d.unfired(), (what, d.unfired(), [log.fired for log in d.faults])
     # and the outcome is a correct writer's
     outcomes = [e.outcome for e in d.recorded.finished()]
     done = completed_times(d.table)
