@@ -3,8 +3,8 @@ HTTP by ``runtime.metrics_server``).
 
 Every metric lives in a registry owned by one ``Metrics`` instance (never the global default registry),
 so tests and several daemons in one process never share state. Names follow
-``hudi_clusterd_<noun>_<unit|total>``. Labels are bounded: ``table`` (the configured table name) and
-``outcome`` (a fixed vocabulary), never instant ids or paths.
+``hudi_clusterd_<noun>_<unit|total>``. Labels are bounded: ``table`` (the configured table name), ``outcome``
+and ``step`` (fixed vocabularies), never instant ids or paths.
 """
 
 from __future__ import annotations
