@@ -92,7 +92,8 @@ class Ownership:
 
         A plan another writer scheduled (not `scheduled_by_us`) is claimed only while it is requested: once
         inflight it is that writer's to finish or roll back (Apache Hudi writes no heartbeat for clustering, so
-        a missing heartbeat does not mean its executor is dead)."""
+        a missing heartbeat does not mean its executor is dead). A claim whose heartbeat cannot be written deletes
+        its inflight file again and raises: the plan stays requested for the next tick."""
         if not locked:
             with table.lock():
                 return self.claim(table, pending, locked=True)
