@@ -17,12 +17,16 @@ What a correct writer reaches, for each:
   names is still there, and at rest the rows read by hudi-rs are exactly the rows before, with nothing pending,
   orphaned or left behind.
 
+And a create that went unanswered, retried after another writer created the same file: the other writer won (the
+daemon's create fails as "already exists", the other writer's file stands).
+
 The storage lock's rows of the matrix are in the lock's contract tests. Apache Hudi 1.2's snapshot read of the
 same faults is ``tests/interop/test_storage_faults_hudi.py``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,11 +36,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from hudi_clusterd.domain.instant import Action, Instant, State
+from hudi_clusterd.errors import TimelineError
 from hudi_clusterd.ops.events import Outcome
+from hudi_clusterd.storage import PutMode
+from hudi_clusterd.storage.local import LocalStorage
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import TableGen
 from tests.harness.crash_harness import COLUMNS, check_recovered, completed_replace_files, hoodie_names
-from tests.harness.fault_injection import Fault
+from tests.harness.fault_injection import Fault, inject
 from tests.harness.faulty_daemon import USERS, assert_nothing_named_is_gone, faulty_daemon, rules_for
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.support import new_metadata_table
@@ -145,3 +153,28 @@ def test_a_fault_at_each_writer_reaches_what_a_correct_writer_reaches(pristines:
     assert_nothing_named_is_gone(table)
     assert len(completed_replace_files(table)) == 1
     check_recovered(table, pristine.expected, what)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_another_writers_file_found_after_an_unanswered_create_means_that_writer_won(
+        pristines: Callable[[int], Pristine], tmp_path: Path, version: int) -> None:
+    # Given a timeline whose create of a clustering plan times out before it reached the store, and another
+    # writer that creates the same file before the daemon tries again
+    base = copy_of(pristines(version), tmp_path)
+    table = HoodieTable.open(str(base))
+    [rule] = rules_for(Fault.TIMEOUT_BEFORE, "requested")
+    inject(table.storage, rule)
+    requested = Instant("20300101000000000", Action.CLUSTERING, State.REQUESTED)
+    path = table.timeline_store.path(requested)
+    theirs = b"another writer's plan"
+
+    def other_writer_first(_pause: float) -> None:
+        LocalStorage(str(base)).put(path, theirs, mode=PutMode.CREATE)
+
+    table.storage.retry = dataclasses.replace(table.storage.retry, sleep=other_writer_first)
+    # When the daemon creates it
+    with pytest.raises(TimelineError, match="already exists"):
+        table.timeline_store.create(requested, b"our plan")
+    # Then the other writer won: its file stands, the daemon's write did not land over it
+    assert rule.times == 0
+    assert (base / path).read_bytes() == theirs
