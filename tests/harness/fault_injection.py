@@ -1,8 +1,9 @@
 """The faults object stores really produce, injected into a real `Storage` at its single-attempt calls.
 
 `inject(storage)` turns a storage (memory, local, an object store) into one whose ``_put`` and ``_delete`` (one
-attempt of `Storage.put` / `Storage.delete`, under the storage's own settling and retries), and whose reads
-(``read_bytes``, ``open_input_file``), fail as a store fails, for the calls a `Rule` matches:
+attempt of `Storage.put` / `Storage.delete`, under the storage's own settling and retries), ``delete_dir`` (a
+folder's deletion, which the caller handles itself) and reads (``read_bytes``, ``open_input_file``) fail as a store
+fails, for the calls a `Rule` matches:
 
 - ``REFUSED``: the store says no before writing (an access error): nothing written, not worth retrying;
 - ``REPLY_LOST``: the write lands, then the call raises a timeout as if its answer never came back;
@@ -10,9 +11,9 @@ attempt of `Storage.put` / `Storage.delete`, under the storage's own settling an
 - ``TIMEOUT_BEFORE``: a timeout before the request reached the store: nothing written.
 
 A read fails before anything is read, ``REPLY_LOST`` as a timeout (the store served it, the answer never came).
-A rule fires ``times`` times (then the calls pass through) for calls whose operation (``"put"``, ``"delete"`` or
-``"read"``) and path match; ``fired`` lists what fired. The storage's retry policy is replaced by one that does not
-sleep, so the retries cost no time.
+A rule fires ``times`` times (then the calls pass through) for calls whose operation (``"put"``, ``"delete"``,
+``"delete_dir"`` or ``"read"``) and path match; ``fired`` lists what fired. The storage's retry policy is replaced
+by one that does not sleep, so the retries cost no time.
 """
 
 from __future__ import annotations
@@ -106,6 +107,14 @@ def inject(storage: Storage, *rules: Rule) -> FaultLog:
             raise TransientStorageError(f"delete {rel}: timed out waiting for the answer (injected; it landed)")
         return existed
 
+    def delete_dir(self: Storage, rel: str) -> None:
+        fault = faults.take("delete_dir", rel)
+        if fault is not None and fault is not Fault.REPLY_LOST:
+            _before(fault, "delete folder", rel)
+        base.delete_dir(self, rel)
+        if fault is Fault.REPLY_LOST:
+            raise TransientStorageError(f"delete folder {rel}: timed out waiting for the answer (injected; done)")
+
     def _read(rel: str) -> None:
         fault = faults.take("read", rel)
         if fault is Fault.REPLY_LOST:
@@ -124,6 +133,6 @@ def inject(storage: Storage, *rules: Rule) -> FaultLog:
         return opened
 
     storage.__class__ = type(f"FaultInjecting{base.__name__}", (base,),
-                             {"_put": _put, "_delete": _delete, "read_bytes": read_bytes,
+                             {"_put": _put, "_delete": _delete, "delete_dir": delete_dir, "read_bytes": read_bytes,
                               "open_input_file": open_input_file, "retry": FAST_RETRY})
     return faults

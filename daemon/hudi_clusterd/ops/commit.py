@@ -9,7 +9,10 @@ while a live writer's instant is only requested the commit waits for it, and rig
 waits to see whether the next one starts, see `complete`), *ingestion wins*: that plan group is left out (its files
 deleted, its file groups not replaced). On a table with a metadata table, its deltacommit ``T`` completes first
 (`MetadataTable.commit`). Then ``T.replacecommit`` is written (operationType CLUSTER, a write stat per new file,
-every kept input group replaced, ``extraMetadata.schema``), which is the commit point; the markers go after it.
+every kept input group replaced, ``extraMetadata.schema``), which is the commit point: from there on the
+clustering is committed, and the lock's release and the markers' deletion are clean-up, whose failures the result
+carries (`ops.cleanup`) instead of raising. A caller whose commit ended in an error asks the timeline first
+(`committed_on_timeline`): a completed replacecommit there means the clustering is committed all the same.
 When every group of a plan of ours moved, the commit replaces nothing and writes nothing: the plan is never
 deleted, because Apache Hudi writers list the timeline and then read every pending plan in it, and a plan file that
 vanishes in between fails their write (``HoodieIOException``, F12). Another writer's plan whose every group moved
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import structlog
 
@@ -32,12 +35,14 @@ from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import (
+    ClusterdError,
     CommitConflictError,
     ExecutionError,
     InstantCollisionError,
     TableBusyError,
     TimelineError,
 )
+from hudi_clusterd.ops.cleanup import LOCK_RELEASE, MARKERS, CleanupFailure
 from hudi_clusterd.ops.pending_writes import ingestion_rhythm, other_pending_writes, pending_writes
 from hudi_clusterd.table.heartbeat import INGESTION_TIMEOUT_S, heartbeat_expired, heartbeat_path
 from hudi_clusterd.table.hoodie_table import HoodieTable
@@ -69,6 +74,20 @@ class Committed:
     stats: tuple[WriteStat, ...]
     dropped_groups: tuple[int, ...] = ()
     conflicts: tuple[str, ...] = ()
+    cleanup_failures: tuple[CleanupFailure, ...] = ()
+    """Steps of the clean-up after the commit point that failed (the markers, the lock's release)."""
+
+
+def committed_on_timeline(table: HoodieTable, instant: str) -> Committed | None:
+    """Clustering ``instant`` as its completed replacecommit records it, when that exists (looked up afresh);
+    None when it does not. What a commit that ended in an error (an answer lost, a timeout) is settled by."""
+    completed = Instant(instant, Action.REPLACE_COMMIT, State.COMPLETED)
+    store = table.timeline_store
+    if not store.exists(completed):
+        return None
+    meta = store.commit_metadata(completed)
+    dropped = tuple(int(i) for i in meta.extra_metadata.get(DROPPED_GROUPS_KEY, "").split(",") if i.isdigit())
+    return Committed(meta, tuple(meta.write_stats()), dropped)
 
 
 def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_group: Sequence[Sequence[WriteStat]],
@@ -162,79 +181,101 @@ def _wait_for_next_write(table: HoodieTable, wait: _Wait, deadline: float) -> No
 def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
                   stats_by_group: Sequence[Sequence[WriteStat]], extra: Mapping[str, str], *, may_wait: bool
                   ) -> Committed | _Wait:
-    """One attempt of `complete` under the lock: the commit, or (when ``may_wait``) why it waits, having written
-    nothing."""
-    with table.lock():
-        # a writer may have upgraded the table (moving its timeline) or changed it since the plan ran
-        try:
-            table.check_clusterable()
-        except TableBusyError as e:
-            if not may_wait:
-                raise
-            return _Wait(busy=str(e))
-        view = fresh_view(table, plan)
-        inflight = Instant(instant, Action.CLUSTERING, State.INFLIGHT)
-        found = view.timeline.find(instant, Action.CLUSTERING)
-        if found is None or found.state is not State.INFLIGHT:
-            raise TimelineError(f"clustering {instant} is no longer inflight (rolled back by another process?); "
-                                "its files are rolled back")
-        others = sorted({i.action.value for i in view.timeline if i.time == instant and not i.action.is_replace})
-        if others:
-            raise InstantCollisionError(f"clustering {instant}: another writer took the same instant time for "
-                                        f"{', '.join(others)}; the clustering is withdrawn, deleting only its own "
-                                        "files")
-        groups = set(plan.group_ids())
-        writes = pending_writes(table, view.timeline, groups, instant)
-        if may_wait and writes.undecided:
-            return _Wait(undecided=writes.undecided)
-        if may_wait and not writes.in_progress:
-            rhythm = ingestion_rhythm(table.timeline_store.listed_states())
-            if rhythm is not None and rhythm.settled_at_ms() > time.time() * 1000.0:
-                return _Wait(settled_at_ms=rhythm.settled_at_ms(),
-                             pending=frozenset(i.time for i in other_pending_writes(view.timeline)))
-        conflicts = find_conflicts(requirements(plan), view, own_instant=instant, pending_writes=writes.writing)
-        moved = {c.group for c in conflicts}
-        dropped = tuple(i for i, g in enumerate(plan.input_groups) if moved.intersection(g.group_ids()))
-        described = [str(c) for c in conflicts]
-        if len(dropped) == len(plan.input_groups) and not scheduled_by_us(plan):
-            raise CommitConflictError(f"clustering {instant} conflicts with ingestion: " + "; ".join(described[:5])
-                                      + (f"; and {len(described) - 5} more" if len(described) > 5 else ""))
-        kept = [i for i in range(len(plan.input_groups)) if i not in dropped]
-        stats = [ws for i in kept for ws in stats_by_group[i]]
-        # files of failed task attempts (a marker, no stat), and every file of a dropped group, go here
-        reconcile_markers(table, instant, stats)
-        by_partition: dict[str, list[WriteStat]] = {}
-        for ws in stats:
-            by_partition.setdefault(ws.partition_path or "", []).append(ws)
-        replaced: dict[str, list[str]] = {}
-        for i in kept:
-            for gid in plan.input_groups[i].group_ids():
-                replaced.setdefault(gid[0], []).append(gid[1])
-        metadata: dict[str, str] = {}
-        schema = table.latest_schema(view.timeline)
-        if schema:
-            metadata["schema"] = schema
-        metadata.update(extra)
-        if dropped:
-            metadata[DROPPED_GROUPS_KEY] = ",".join(str(i) for i in dropped)
-        meta = CommitMetadata(
-            {p: tuple(v) for p, v in by_partition.items()},
-            metadata,
-            Operation.CLUSTER,
-            partition_to_replace_file_ids={p: tuple(v) for p, v in replaced.items()},
-        )
-        mdt = table.metadata_table()
-        if mdt is not None and stats:
-            # the metadata table's deltacommit completes right before the data commit, under the same lock
-            mdt.commit(instant, meta, _latest_files_with(view, by_partition),
-                       (i.time for i in view.timeline.completed()))
-        store = table.timeline_store
-        store.create(inflight.with_state(State.COMPLETED), store.serde.encode_commit(meta))
-    delete_markers(table.storage, instant)
-    if dropped and kept:
+    """One attempt of `complete`: the commit under the lock, then the markers' clean-up; or (when ``may_wait``)
+    why it waits, having written nothing. Past the commit point a failure of the lock's release or of the
+    markers' deletion is a `CleanupFailure` of the result, never an error."""
+    attempt: Committed | _Wait | None = None
+    try:
+        with table.lock():
+            attempt = _commit_locked(table, instant, plan, stats_by_group, extra, may_wait=may_wait)
+    except Exception as e:
+        if not isinstance(attempt, Committed):
+            raise
+        attempt = replace(attempt, cleanup_failures=(CleanupFailure(LOCK_RELEASE, str(e)),))
+    if isinstance(attempt, _Wait):
+        return attempt
+    try:
+        delete_markers(table.storage, instant)
+    except ClusterdError as e:
+        attempt = replace(attempt, cleanup_failures=(*attempt.cleanup_failures, CleanupFailure(MARKERS, str(e))))
+    if attempt.dropped_groups and len(attempt.dropped_groups) < len(plan.input_groups):
         log.warning("clustering committed without the groups ingestion moved", instant=instant,
-                    dropped_groups=len(dropped), kept_groups=len(kept), conflicts=described[:5])
-    return Committed(meta, tuple(stats), dropped, tuple(described))
+                    dropped_groups=len(attempt.dropped_groups),
+                    kept_groups=len(plan.input_groups) - len(attempt.dropped_groups),
+                    conflicts=list(attempt.conflicts[:5]))
+    return attempt
+
+
+def _commit_locked(table: HoodieTable, instant: str, plan: ClusteringPlan,
+                   stats_by_group: Sequence[Sequence[WriteStat]], extra: Mapping[str, str], *, may_wait: bool
+                   ) -> Committed | _Wait:
+    """`_try_complete`'s part under the lock, up to and including the commit point."""
+    # a writer may have upgraded the table (moving its timeline) or changed it since the plan ran
+    try:
+        table.check_clusterable()
+    except TableBusyError as e:
+        if not may_wait:
+            raise
+        return _Wait(busy=str(e))
+    view = fresh_view(table, plan)
+    inflight = Instant(instant, Action.CLUSTERING, State.INFLIGHT)
+    found = view.timeline.find(instant, Action.CLUSTERING)
+    if found is None or found.state is not State.INFLIGHT:
+        raise TimelineError(f"clustering {instant} is no longer inflight (rolled back by another process?); "
+                            "its files are rolled back")
+    others = sorted({i.action.value for i in view.timeline if i.time == instant and not i.action.is_replace})
+    if others:
+        raise InstantCollisionError(f"clustering {instant}: another writer took the same instant time for "
+                                    f"{', '.join(others)}; the clustering is withdrawn, deleting only its own "
+                                    "files")
+    groups = set(plan.group_ids())
+    writes = pending_writes(table, view.timeline, groups, instant)
+    if may_wait and writes.undecided:
+        return _Wait(undecided=writes.undecided)
+    if may_wait and not writes.in_progress:
+        rhythm = ingestion_rhythm(table.timeline_store.listed_states())
+        if rhythm is not None and rhythm.settled_at_ms() > time.time() * 1000.0:
+            return _Wait(settled_at_ms=rhythm.settled_at_ms(),
+                         pending=frozenset(i.time for i in other_pending_writes(view.timeline)))
+    conflicts = find_conflicts(requirements(plan), view, own_instant=instant, pending_writes=writes.writing)
+    moved = {c.group for c in conflicts}
+    dropped = tuple(i for i, g in enumerate(plan.input_groups) if moved.intersection(g.group_ids()))
+    described = [str(c) for c in conflicts]
+    if len(dropped) == len(plan.input_groups) and not scheduled_by_us(plan):
+        raise CommitConflictError(f"clustering {instant} conflicts with ingestion: " + "; ".join(described[:5])
+                                  + (f"; and {len(described) - 5} more" if len(described) > 5 else ""))
+    kept = [i for i in range(len(plan.input_groups)) if i not in dropped]
+    stats = [ws for i in kept for ws in stats_by_group[i]]
+    # files of failed task attempts (a marker, no stat), and every file of a dropped group, go here
+    reconcile_markers(table, instant, stats)
+    by_partition: dict[str, list[WriteStat]] = {}
+    for ws in stats:
+        by_partition.setdefault(ws.partition_path or "", []).append(ws)
+    replaced: dict[str, list[str]] = {}
+    for i in kept:
+        for gid in plan.input_groups[i].group_ids():
+            replaced.setdefault(gid[0], []).append(gid[1])
+    metadata: dict[str, str] = {}
+    schema = table.latest_schema(view.timeline)
+    if schema:
+        metadata["schema"] = schema
+    metadata.update(extra)
+    if dropped:
+        metadata[DROPPED_GROUPS_KEY] = ",".join(str(i) for i in dropped)
+    meta = CommitMetadata(
+        {p: tuple(v) for p, v in by_partition.items()},
+        metadata,
+        Operation.CLUSTER,
+        partition_to_replace_file_ids={p: tuple(v) for p, v in replaced.items()},
+    )
+    mdt = table.metadata_table()
+    if mdt is not None and stats:
+        # the metadata table's deltacommit completes right before the data commit, under the same lock
+        mdt.commit(instant, meta, _latest_files_with(view, by_partition),
+                   (i.time for i in view.timeline.completed()))
+    store = table.timeline_store
+    store.create(inflight.with_state(State.COMPLETED), store.serde.encode_commit(meta))
+    return Committed(meta, tuple(stats), dropped, tuple(described))  # the commit point: committed
 
 
 def _latest_files_with(view: FileSystemView, written: Mapping[str, Sequence[WriteStat]]) -> dict[str, list[str]]:

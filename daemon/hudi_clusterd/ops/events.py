@@ -128,8 +128,19 @@ class TableUsage:
     leases_lost: int
 
 
+@dataclass(frozen=True, slots=True)
+class CleanupFailed:
+    """A step of the clean-up after a clustering's commit point failed (``step``: ``markers``, ``heartbeat`` or
+    ``lock_release``); the clustering stays committed, and the step is tried again at the table's next tick."""
+
+    table: str
+    instant: str
+    step: str
+    error: str
+
+
 Event = (PlanScheduled | PlanStarted | GroupStarted | GroupFinished | PlanFinished | TableObserved | TableBusy
-         | LayoutMeasured | TableUsage)
+         | LayoutMeasured | TableUsage | CleanupFailed)
 
 
 class Observer(Protocol):

@@ -4,9 +4,12 @@
 2. Run (`pool`): groups on a thread pool, each one job of the engine, which writes new file groups (markers
    first) following the plan's work order and returns write stats.
 3. Complete (`commit`): the conflict check and the commit point, under the table lock. Groups whose input
-   ingestion moved are left out; when every group moved, a plan of ours commits empty (see `commit`).
+   ingestion moved are left out; when every group moved, a plan of ours commits empty (see `commit`). Once the
+   completed replacecommit exists the clustering is committed: a failed clean-up step (markers, heartbeat, the
+   lock's release) is reported and left for the next tick (`cleanup`), never a rollback or a failed outcome.
 4. Failure of any group fails the instant: it is rolled back (files from markers, the inflight state) and the
-   plan is kept for a retry.
+   plan is kept for a retry. An error is taken for a failure only once the timeline shows no completed
+   replacecommit of the instant (`commit.committed_on_timeline`).
 
 Everything is read from the tick's `TableSnapshot` except the short re-checks under the lock.
 """
@@ -34,7 +37,15 @@ from hudi_clusterd.errors import (
     PlanError,
     StorageError,
 )
-from hudi_clusterd.ops.commit import UNDECIDED_WAIT_S, complete, rollback_clustering, withdraw_collided
+from hudi_clusterd.ops.cleanup import HEARTBEAT, CleanupFailure, Leftovers, remove_leftovers, report
+from hudi_clusterd.ops.commit import (
+    UNDECIDED_WAIT_S,
+    Committed,
+    committed_on_timeline,
+    complete,
+    rollback_clustering,
+    withdraw_collided,
+)
 from hudi_clusterd.ops.events import NoObserver, Observer, Outcome, PlanFinished, PlanStarted
 from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.pool import GroupRun, run_groups
@@ -84,6 +95,8 @@ class Executor:
     observer: Observer = field(default_factory=NoObserver)
     figures: FiguresFn | None = None
     commit_wait_s: float = UNDECIDED_WAIT_S
+    leftovers: Leftovers | None = None
+    """Where committed clusterings whose clean-up failed are remembered for the next tick (the daemon's)."""
 
 
 def group_inputs(snapshot: TableSnapshot, plan: ClusteringPlan) -> list[list[BaseFile]]:
@@ -159,39 +172,36 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
         if mdt is not None:  # the new files' column statistics, read now rather than under the commit's lock
             mdt.prepare(table.latest_schema(), every)
         committed = complete(table, instant, plan, by_group, extra, undecided_wait_s=executor.commit_wait_s)
-        if len(committed.dropped_groups) == len(plan.input_groups):  # every group moved: nothing replaced
-            message = f"clustering {instant} conflicts with ingestion in every group: " + "; ".join(
-                committed.conflicts[:5])
-            log.warning("clustering lost to ingestion; committed empty", instant=instant, reason=message)
-            return finished(ExecutionResult(instant, Outcome.CONFLICT, duration_s=time.monotonic() - started,
-                                            message=message))
-        stats = committed.stats
-        kept = [g for i, g in enumerate(plan.input_groups) if i not in committed.dropped_groups]
-        files_in = sum(len(g.slices) for g in kept)
-        message = f"{files_in} files into {len(stats)}"
-        if committed.dropped_groups:
-            message += (f"; {len(committed.dropped_groups)} of {len(plan.input_groups)} groups left out, their input "
-                        f"moved: {committed.conflicts[0]}")
-        return finished(ExecutionResult(
-            instant, Outcome.COMPLETED, len(kept), len(stats), sum(s.file_size_in_bytes for s in stats),
-            files_in, sum(g.input_bytes for g in kept), time.monotonic() - started, message,
-            figures[0] if figures else None, figures[1] if figures else None, stats,
-        ))
+        return finished(_committed_result(table, claim, executor, plan, committed, figures,
+                                          time.monotonic() - started))
     except InstantCollisionError as e:
-        executor.ownership.release(claim, delete_heartbeat=False)  # the heartbeat file is the other writer's too
+        _release(executor.ownership, claim, delete_heartbeat=False)  # the heartbeat file is the other writer's too
         withdraw_collided(table, instant, written)
         finished(ExecutionResult(instant, Outcome.FAILED, duration_s=time.monotonic() - started, message=str(e)))
         raise
     except CommitConflictError as e:
-        executor.ownership.release(claim)
+        _release(executor.ownership, claim)
         # only another writer's plan gets here (ours commits empty); it stays for that writer to decide
         rollback_clustering(table, instant, purge=False, written=written)
         log.warning("clustering lost to ingestion; plan kept", instant=instant, reason=str(e))
         return finished(ExecutionResult(instant, Outcome.CONFLICT, duration_s=time.monotonic() - started,
                                         message=str(e)))
     except Exception as e:
+        # an error may come after the commit point, or from a write that landed unseen: the timeline decides
+        try:
+            done = committed_on_timeline(table, instant)
+        except ClusterdError as unknown:
+            # unreadable now: the rollback reads the timeline again under the lock, and refuses a completed instant
+            log.warning("could not read whether the failed clustering committed", instant=instant,
+                        error=str(unknown))
+            done = None
+        if done is not None:
+            log.warning("the commit ended in an error, but its completed replacecommit is on the timeline: the "
+                        "clustering is committed", instant=instant, error=str(e))
+            return finished(_committed_result(table, claim, executor, plan, done, None, time.monotonic() - started,
+                                              leftovers=True))
         log.error("clustering failed; rolling back", instant=instant, error=str(e))
-        executor.ownership.release(claim)
+        _release(executor.ownership, claim)
         rollback_clustering(table, instant, purge=False, written=written)
         outcome = Outcome.ROLLED_BACK if cancel.is_set() else Outcome.FAILED  # cancelled by a shutdown
         finished(ExecutionResult(instant, outcome, duration_s=time.monotonic() - started, message=str(e)))
@@ -199,7 +209,51 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
             raise
         raise ExecutionError(f"clustering {instant} failed: {type(e).__name__}: {e}") from e
     finally:
-        executor.ownership.release(claim)
+        _release(executor.ownership, claim)
+
+
+def _committed_result(table: HoodieTable, claim: Claim, executor: Executor, plan: ClusteringPlan,
+                      committed: Committed, figures: tuple[float, float] | None, duration_s: float, *,
+                      leftovers: bool = False) -> ExecutionResult:
+    """The result of a committed clustering, after its clean-up: the claim released (its heartbeat deleted) and,
+    with ``leftovers``, its markers deleted too. A step of the clean-up that failed is reported and left for the
+    next tick (`ops.cleanup`); the outcome stays what the timeline says."""
+    failures = list(committed.cleanup_failures)
+    if leftovers:
+        failures += remove_leftovers(table, claim.instant)
+    failures += _release(executor.ownership, claim)
+    if failures:
+        report(executor.observer, table, claim.instant, failures)
+        if executor.leftovers is not None:
+            executor.leftovers.add(table, claim.instant)
+    instant = claim.instant
+    if len(committed.dropped_groups) == len(plan.input_groups):  # every group moved: nothing replaced
+        message = f"clustering {instant} conflicts with ingestion in every group: " + "; ".join(
+            committed.conflicts[:5])
+        log.warning("clustering lost to ingestion; committed empty", instant=instant, reason=message)
+        return ExecutionResult(instant, Outcome.CONFLICT, duration_s=duration_s, message=message)
+    stats = committed.stats
+    kept = [g for i, g in enumerate(plan.input_groups) if i not in committed.dropped_groups]
+    files_in = sum(len(g.slices) for g in kept)
+    message = f"{files_in} files into {len(stats)}"
+    if committed.dropped_groups:
+        message += (f"; {len(committed.dropped_groups)} of {len(plan.input_groups)} groups left out, their input "
+                    f"moved" + (f": {committed.conflicts[0]}" if committed.conflicts else ""))
+    return ExecutionResult(
+        instant, Outcome.COMPLETED, len(kept), len(stats), sum(s.file_size_in_bytes for s in stats),
+        files_in, sum(g.input_bytes for g in kept), duration_s, message,
+        figures[0] if figures else None, figures[1] if figures else None, stats,
+    )
+
+
+def _release(ownership: Ownership, claim: Claim, *, delete_heartbeat: bool = True) -> list[CleanupFailure]:
+    """Release ``claim``; a heartbeat that could not be deleted is returned (left for the next tick's clean-up,
+    or for the rollback that follows a failure), never raised."""
+    try:
+        ownership.release(claim, delete_heartbeat=delete_heartbeat)
+    except ClusterdError as e:
+        return [CleanupFailure(HEARTBEAT, str(e))]
+    return []
 
 
 def _too_old_to_start(table: HoodieTable, pending: PendingPlan) -> ExecutionResult | None:

@@ -20,7 +20,7 @@ import structlog
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
-from hudi_clusterd.errors import PlanError
+from hudi_clusterd.errors import ClusterdError, PlanError
 from hudi_clusterd.table.heartbeat import (
     CLUSTERING_INTERVAL_S,
     CLUSTERING_TIMEOUT_S,
@@ -92,7 +92,8 @@ class Ownership:
 
         A plan another writer scheduled (not `scheduled_by_us`) is claimed only while it is requested: once
         inflight it is that writer's to finish or roll back (Apache Hudi writes no heartbeat for clustering, so
-        a missing heartbeat does not mean its executor is dead)."""
+        a missing heartbeat does not mean its executor is dead). A claim whose heartbeat cannot be written deletes
+        its inflight file again and raises: the plan stays requested for the next tick."""
         if not locked:
             with table.lock():
                 return self.claim(table, pending, locked=True)
@@ -116,9 +117,13 @@ class Ownership:
             if result is not None:
                 log.warning("rolled back abandoned clustering", instant=instant,
                             deleted_files=len(result.deleted_files))
-        store.create(requested.with_state(State.INFLIGHT), b"")
+        inflight = store.create(requested.with_state(State.INFLIGHT), b"")
         heartbeat = Heartbeat(table.storage, instant, interval_s=self.interval_s, owner=self.owner)
-        heartbeat.start()
+        try:
+            heartbeat.start()
+        except ClusterdError:
+            store.delete(inflight)  # not claimed after all: the plan stays requested for the next tick
+            raise
         with self._lock:
             self._running.add((table.base_path, instant))
         return Claim(table, pending, heartbeat)

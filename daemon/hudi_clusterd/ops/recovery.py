@@ -17,11 +17,11 @@ import structlog
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import MetadataTableError
+from hudi_clusterd.ops.cleanup import remove_leftovers
 from hudi_clusterd.ops.ownership import Ownership
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.storage import is_stale_temp_file
 from hudi_clusterd.table.heartbeat import HEARTBEAT_FOLDER, heartbeat_path
-from hudi_clusterd.table.markers import delete_markers
 from hudi_clusterd.table.rollback import RollbackResult, rollback_pending
 from hudi_clusterd.table.timeline_store import TEMP_FOLDER
 
@@ -43,8 +43,11 @@ def clean_completed_leftovers(snapshot: TableSnapshot, ownership: Ownership) -> 
     for instant in sorted(completed):
         if ownership.owner_alive(snapshot.table, instant):
             continue  # its executor is finishing the clean-up itself
-        delete_markers(storage, instant)
-        storage.delete(heartbeat_path(instant))
+        failures = remove_leftovers(snapshot.table, instant)
+        if failures:  # tried again at the next recovery
+            log.warning("could not remove markers or heartbeat left by a completed clustering", instant=instant,
+                        errors=[f"{f.step}: {f.error}" for f in failures])
+            continue
         log.warning("removed markers and heartbeat left by a completed clustering", instant=instant)
         cleaned.append(instant)
     return cleaned

@@ -3,8 +3,8 @@ HTTP by ``runtime.metrics_server``).
 
 Every metric lives in a registry owned by one ``Metrics`` instance (never the global default registry),
 so tests and several daemons in one process never share state. Names follow
-``hudi_clusterd_<noun>_<unit|total>``. Labels are bounded: ``table`` (the configured table name) and
-``outcome`` (a fixed vocabulary), never instant ids or paths.
+``hudi_clusterd_<noun>_<unit|total>``. Labels are bounded: ``table`` (the configured table name), ``outcome``
+and ``step`` (fixed vocabularies), never instant ids or paths.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from typing import Final, get_args
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from hudi_clusterd.ops.cleanup import STEPS as CLEANUP_STEPS
 from hudi_clusterd.ops.events import (
+    CleanupFailed,
     Event,
     GroupFinished,
     GroupStarted,
@@ -154,6 +156,11 @@ class Metrics:
             "Leases of the table lock lost while held (nothing more was written under them; the work is checked "
             "again and committed under a new lease, or rolled back).",
         )  # fmt: skip
+        self.cleanup_failures = _counter(
+            reg, "cleanup_failures_total", ("table", "step"),
+            "Clean-up steps after a clustering's commit point that failed (markers, heartbeat, lock_release): the "
+            "clustering stays committed; markers and heartbeat are removed again at the next tick.",
+        )  # fmt: skip
         # Per process.
         self.config_reloads = _counter(
             reg,
@@ -238,6 +245,13 @@ class Metrics:
         self.lock_takeovers.labels(table=table).inc(takeovers)
         self.leases_lost.labels(table=table).inc(leases_lost)
 
+    def cleanup_failed(self, table: str, step: str) -> None:
+        """A step of the clean-up after a commit point of ``table`` failed (`ops.cleanup.STEPS`)."""
+        if step not in CLEANUP_STEPS:
+            raise ValueError(f"clean-up step must be one of {', '.join(CLEANUP_STEPS)}, got {step!r}")
+        self._touch(table)
+        self.cleanup_failures.labels(table=table, step=step).inc()
+
     def forget_table(self, table: str) -> None:
         """Remove every series labelled with ``table`` (it left the configuration)."""
         with self._lock:
@@ -247,6 +261,8 @@ class Metrics:
         for outcome in PLAN_OUTCOMES:
             self.plans_finished.remove(table, outcome)
             self.clustering_duration.remove(table, outcome)
+        for step in CLEANUP_STEPS:
+            self.cleanup_failures.remove(table, step)
         for (name, kind) in [k for k in self._request_series() if k[0] == table]:
             self.storage_requests.remove(name, kind)
 
@@ -303,6 +319,8 @@ class Metrics:
             counter.labels(table=table)
         for outcome in PLAN_OUTCOMES:
             self.plans_finished.labels(table=table, outcome=outcome)
+        for step in CLEANUP_STEPS:
+            self.cleanup_failures.labels(table=table, step=step)
 
 
 def _gauge(reg: CollectorRegistry, suffix: str, labels: tuple[str, ...], doc: str) -> Gauge:
@@ -344,6 +362,8 @@ class MetricsObserver:
             m.set_table_busy(event.table, event.seconds)
         elif isinstance(event, LayoutMeasured):
             m.set_files_scanned_ratio(event.table, event.ratio)
+        elif isinstance(event, CleanupFailed):
+            m.cleanup_failed(event.table, event.step)
         elif isinstance(event, TableUsage):
             m.record_usage(event.table, event.requests, event.lock_holds, event.lock_connection_retries,
                            event.lock_takeovers, event.leases_lost)

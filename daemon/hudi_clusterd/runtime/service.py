@@ -25,6 +25,7 @@ from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan
 from hudi_clusterd.domain.planner import scheduled_by_us
 from hudi_clusterd.errors import ClusterdError, StorageError, TableBusyError
 from hudi_clusterd.lock import LocalMutexes, LockProvider, lock_provider_from_properties
+from hudi_clusterd.ops.cleanup import Leftovers
 from hudi_clusterd.ops.commit import rollback_clustering
 from hudi_clusterd.ops.events import (
     Event,
@@ -126,11 +127,8 @@ class TableWorker:
             self._watcher.stop()
             self._watcher = None
 
-    def is_alive(self) -> bool:
-        return self._thread.is_alive()
-
     def healthy(self, max_age_s: float) -> bool:
-        return self.is_alive() and (self.busy or time.monotonic() - self.last_beat < max_age_s)
+        return self._thread.is_alive() and (self.busy or time.monotonic() - self.last_beat < max_age_s)
 
     def _run(self) -> None:
         woken = True
@@ -216,6 +214,7 @@ class TableWorker:
         table = self.open_table(settings, spec)
         if self.daemon.stopping.is_set():
             return
+        self.daemon.leftovers.retry(table, self.observer)  # clean-up a committed clustering left for this tick
         result = schedule(table, spec.policy, claim_with=self.daemon.ownership)
         snapshot = result.snapshot
         if result.pending is not None:
@@ -274,7 +273,7 @@ class TableWorker:
         self.busy = True
         self.daemon.register_running(self.name, instant, cancel)
         executor = Executor(self.daemon.runner, self.daemon.ownership, spec.policy.max_parallelism, self.observer,
-                            clustering_figures, self.daemon.settings.current.commit_wait_seconds)
+                            clustering_figures, self.daemon.settings.current.commit_wait_seconds, self.daemon.leftovers)
         try:
             with structlog.contextvars.bound_contextvars(instant=instant):
                 result = execute(snapshot, pending, executor, cancel=cancel, claim=claim)
@@ -307,6 +306,7 @@ class Daemon:
         self.runner = runner
         self.observer = observer
         self.ownership = Ownership()
+        self.leftovers = Leftovers()  # committed clusterings whose clean-up failed, retried at the next tick
         self.lock_mutexes = LocalMutexes()  # threads of this process queue here for a table's lock
         self.stopping = threading.Event()
         self.workers: dict[str, TableWorker] = {}

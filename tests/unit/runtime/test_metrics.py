@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from hudi_clusterd.ops.events import (
+    CleanupFailed,
     GroupFinished,
     GroupStarted,
     LayoutMeasured,
@@ -126,9 +127,11 @@ def test_metrics_names_and_labels_are_bounded(metrics: Metrics, server: MetricsS
     assert samples
     for sample in samples:
         assert sample.name.startswith("hudi_clusterd_"), sample.name
-        assert set(sample.labels) <= {"table", "outcome", "le"}, sample
+        assert set(sample.labels) <= {"table", "outcome", "step", "le"}, sample
         if "outcome" in sample.labels:
             assert sample.labels["outcome"] in {"completed", "failed", "rolled_back", "conflict", "success", "failure"}
+        if "step" in sample.labels:
+            assert sample.labels["step"] in {"markers", "heartbeat", "lock_release"}
 
 
 def test_metrics_plan_finished_failed_counts_outcome_but_no_bytes_or_success_time(
@@ -183,6 +186,8 @@ def test_metrics_rejects_unknown_outcomes_and_ratio_out_of_range(metrics: Metric
         metrics.config_reload("maybe")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"within \[0, 1\], got 1.5"):
         metrics.set_files_scanned_ratio("t1", 1.5)
+    with pytest.raises(ValueError, match="clean-up step"):
+        metrics.cleanup_failed("t1", "everything")
 
 
 def test_metrics_instances_have_separate_registries() -> None:
@@ -263,7 +268,10 @@ def test_metrics_observer_turns_events_into_series(server: MetricsServer) -> Non
     observer.notify(PlanFinished("a", "20240101000000002", Outcome.SKIPPED, 0.0))
     observer.notify(LayoutMeasured("a", ("x",), 0.25))
     observer.notify(TableBusy("b", 90.0))
+    observer.notify(CleanupFailed("a", "20240101000000001", "markers", "delete folder: access denied"))
     reg = metrics.registry
+    assert reg.get_sample_value("hudi_clusterd_cleanup_failures_total", {"table": "a", "step": "markers"}) == 1
+    assert reg.get_sample_value("hudi_clusterd_cleanup_failures_total", {"table": "a", "step": "heartbeat"}) == 0
     assert reg.get_sample_value("hudi_clusterd_commits_since_last_clustering", {"table": "a"}) == 5
     assert reg.get_sample_value("hudi_clusterd_snapshot_small_files", {"table": "a"}) == 12
     assert reg.get_sample_value("hudi_clusterd_plans_queued") == 3
@@ -279,3 +287,4 @@ def test_metrics_observer_turns_events_into_series(server: MetricsServer) -> Non
     observer.forget_table("a")
     assert reg.get_sample_value("hudi_clusterd_plans_queued") == 1
     assert reg.get_sample_value("hudi_clusterd_snapshot_files", {"table": "a"}) is None
+    assert reg.get_sample_value("hudi_clusterd_cleanup_failures_total", {"table": "a", "step": "markers"}) is None

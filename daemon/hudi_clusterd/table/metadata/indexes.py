@@ -135,6 +135,8 @@ def _index_definitions(mdt: IndexedTable) -> Mapping[str, Any] | None:
     try:
         node = json.loads(storage.read_bytes(rel).decode("utf-8"))
     except StorageError:
+        if storage.info(rel) is not None:
+            raise  # there, but unread (the store did not answer): not taken for "no definitions"
         return None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise MetadataTableError(f"{storage.full_path(rel)}: not valid index definitions JSON ({e})") from e

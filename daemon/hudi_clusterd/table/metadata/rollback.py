@@ -116,6 +116,8 @@ class MetadataRollbacks(MetadataTableBase):
         try:
             blocks = decode_log_file(self.storage.read_bytes(rel), source=self.storage.full_path(rel))
         except StorageError:
+            if self.storage.info(rel) is not None:
+                raise  # there, but unread (the store did not answer): not taken for gone
             return True  # gone already
         except (MetadataDecodeError, MetadataTableError):
             return False

@@ -77,6 +77,8 @@ def _latest_log_schema(storage: Storage, files: FileGroupFiles) -> str | None:
         try:
             blocks = decode_log_file(storage.read_bytes(path), source=storage.full_path(path))
         except StorageError:
+            if storage.info(path) is not None:
+                raise  # there, but unread (the store did not answer): not taken for gone
             continue  # deleted since the listing (a rollback)
         for block in reversed(blocks):
             schema: str | None = block.header.get(HeaderKey.SCHEMA)
