@@ -15,10 +15,11 @@ import pytest
 from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.table_config import TableConfig
-from hudi_clusterd.errors import MetadataDecodeError, MetadataTableError
+from hudi_clusterd.errors import MetadataDecodeError, MetadataTableError, TransientStorageError
 from hudi_clusterd.formats.avro import encode_commit_metadata_v2, encode_record
 from hudi_clusterd.formats.log import LogFileName, decode_log_file
 from hudi_clusterd.storage import FileInfo, StorageSpec, is_stale_temp_file, open_storage
+from hudi_clusterd.storage.local import LocalStorage
 from hudi_clusterd.table.metadata.writer import MetadataTable
 from tests.builders import small_table
 from tests.support import METADATA_INIT as INIT
@@ -245,3 +246,52 @@ def test_an_interrupted_metadata_rollback_whose_plan_names_a_path_outside_is_ref
         mdt.rollback(T, "20261126010808000")
     # And nothing was written or deleted
     assert {str(p): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+# A metadata-table file the store does not answer for is not a file that is gone: the rollback does not delete a
+# log file it could not read, and the next commit does not take an older log file's schema for the newest's.
+
+OURS = re.compile(r"^files/\.files-0000-0_.*\.log\.\d+_(?!0-0-0$)")  # not Hudi's initial log file
+
+
+class _Unanswered(LocalStorage):
+    """Reads of our log files time out; everything else is served."""
+
+    def read_bytes(self, rel: str) -> bytes:
+        if OURS.search(rel):
+            raise TransientStorageError(f"get {self.full_path(rel)}: cannot reach the endpoint (timed out)")
+        return super().read_bytes(rel)
+
+
+def _ours(base: Path) -> list[Path]:
+    return [p for p in (base / ".hoodie" / "metadata" / "files").iterdir()
+            if OURS.search(f"files/{p.name}")]
+
+
+def _unanswered(mdt: MetadataTable) -> None:
+    mdt.storage.__class__ = _Unanswered
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_rollback_does_not_delete_a_log_file_it_could_not_read(tmp_path: Path, version: int) -> None:
+    mdt = mdt_table(tmp_path, version)
+    meta = clustering(tmp_path)
+    mdt.commit(T, meta, {"p=a": [meta.write_stats()[0].path or ""]}, [T])
+    [log_file] = _ours(tmp_path)
+    _unanswered(mdt)
+    with pytest.raises(TransientStorageError, match="timed out"):
+        mdt.rollback(T, R)
+    assert log_file.exists()
+
+
+def test_a_commit_does_not_take_an_older_schema_for_a_log_file_it_could_not_read(tmp_path: Path) -> None:
+    # version 6 appends a new log version to the file group's slice, under the schema its newest block carries
+    mdt = mdt_table(tmp_path, 6)
+    meta = clustering(tmp_path)
+    mdt.commit(T, meta, {"p=a": [meta.write_stats()[0].path or ""]}, [T])
+    fresh = MetadataTable(mdt.data_storage, mdt.data_config, before_write=lambda: None,
+                          new_time=lambda: "20261126010909000")
+    _unanswered(fresh)
+    with pytest.raises(TransientStorageError, match="timed out"):
+        fresh.commit("20261126020202000", meta, {"p=a": [meta.write_stats()[0].path or ""]}, [T])
+    assert len(_ours(tmp_path)) == 1
