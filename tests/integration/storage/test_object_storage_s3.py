@@ -144,6 +144,30 @@ def test_an_unreachable_endpoint_fails_within_seconds(s3_server: Any) -> None:
 # --- reads, writes, requests -----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("how", ["close", "500"])
+def test_writes_whose_answers_were_lost_are_settled_by_reading_them_back(s3_server: Any, how: str) -> None:
+    with CountingS3Proxy(s3_server.endpoint) as proxy:
+        storage = _storage(s3_server, "settle", endpoint=proxy.endpoint)
+        # Given a store that carries out a create and a compare-and-swap but loses their answers
+        create = proxy.lose_answers("PUT", r"/c$", how=how)  # type: ignore[arg-type]
+        swap = proxy.lose_answers("PUT", r"/s$", nth=2, how=how)  # type: ignore[arg-type]
+        # When the daemon's storage writes them
+        created = storage.put("c", b"ours", mode=PutMode.CREATE)
+        first = storage.put("s", b"v1", mode=PutMode.CREATE)
+        assert first is not None and first.version is not None
+        swapped = storage.put("s", b"v2", if_match=first.version)
+        # Then each landed, and the call says so with the version our bytes have: no collision, no lost race
+        assert created is not None and created.version == storage.info("c").version  # type: ignore[union-attr]
+        assert swapped is not None and swapped.version == storage.info("s").version  # type: ignore[union-attr]
+        assert storage.read_bytes("c") == b"ours" and storage.read_bytes("s") == b"v2"
+        # and a write on the version our lost answer left fails as another writer's would not
+        with pytest.raises(PreconditionFailed):
+            storage.put("s", b"v3", if_match=first.version)
+    assert create.fired == swap.fired == 1, (create, swap)
+    # (another writer's bytes found there instead are the other writer's win: tests/contract/)
+    assert storage.put("c", b"theirs", mode=PutMode.CREATE) is None
+
+
 def test_requests_counted_are_the_requests_the_server_got(s3_server: Any) -> None:
     with CountingS3Proxy(s3_server.endpoint) as proxy:
         storage = _storage(s3_server, endpoint=proxy.endpoint)
