@@ -8,13 +8,14 @@ other POSTs: starting and completing multipart uploads); and ``precondition_fail
 Bodies pass through unchanged and the ``Host`` header is forwarded as the client sent it, so AWS signatures (which
 cover it) stay valid.
 
-Lost answers: ``proxy.lose_answers(method, key_pattern, nth=..., times=..., how=...)`` makes the proxy forward the
-chosen requests (those of ``method`` whose key matches the pattern, and whose body ``body_matches`` when given:
+Faults in answers: ``proxy.lose_answers(method, key_pattern, nth=..., times=..., how=...)`` makes the proxy forward
+the chosen requests (those of ``method`` whose key the pattern finds, and whose body ``body_matches`` when given:
 the ``nth`` such request and the ``times - 1`` after it), let the server answer, and then not pass the answer on:
 ``how="close"`` closes the client's connection without a word (a reset, a timeout: the client cannot tell whether
 the request was carried out), ``how="500"`` answers ``500 InternalError`` instead of the server's answer. Both are
-what S3 does to a request it carried out. The rule (a :class:`LostAnswers`) records each answer it kept from the
-client: the key and the server's status.
+what S3 does to a request it carried out. ``proxy.delay_answers(method, key_pattern, seconds, ...)`` passes the
+chosen answers on that much later (a slow store). The rule (an :class:`AnswerFault`) records each answer it kept
+from the client: the key and the server's status.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import http.client
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -59,24 +61,26 @@ _INTERNAL_ERROR = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>Intern
 
 
 @dataclass
-class LostAnswers:
-    """A rule of the proxy: the answers of chosen requests are kept from the client after the server gave them (see
-    the module docstring). ``lost`` lists (key, the server's status) of each answer kept, in order."""
+class AnswerFault:
+    """A rule of the proxy: the answers of chosen requests are kept from the client, or held back ``late_s``, after
+    the server gave them (see the module docstring). ``hits`` lists (key, the server's status) of each answer kept,
+    in order."""
 
     method: str
     key: re.Pattern[str]
     nth: int = 1
     times: int = 1
-    how: Literal["close", "500"] = "close"
+    how: Literal["close", "500", "late"] = "close"
     body_matches: Callable[[bytes], bool] | None = None
+    late_s: float = 0.0
     matched: int = 0
-    lost: list[tuple[str, int]] = field(default_factory=list)
+    hits: list[tuple[str, int]] = field(default_factory=list)
     _taken: int = 0  # requests chosen so far (their answers may still be on their way)
 
     @property
     def fired(self) -> int:
-        """How many answers were kept from the client."""
-        return len(self.lost)
+        """How many answers were kept from the client (or held back)."""
+        return len(self.hits)
 
     def _choose(self, method: str, key: str, body: bytes) -> bool:
         if method != self.method or not self.key.search(key):
@@ -117,8 +121,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.server.count(request_kind(self.command, self.path, self.headers), response.status)
         if rule is not None:
-            self._lose_answer(rule, response.status)
-            return
+            self.server.record_hit(rule, request_key(self.path), response.status)
+            if rule.how != "late":
+                self._lose_answer(rule)
+                return
+            time.sleep(rule.late_s)
         self.send_response_only(response.status, response.reason)
         for k, v in response.getheaders():
             if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length":
@@ -130,9 +137,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
-    def _lose_answer(self, rule: LostAnswers, status: int) -> None:
+    def _lose_answer(self, rule: AnswerFault) -> None:
         """The server answered; the client gets no answer (its connection closed) or a 500 in its place."""
-        self.server.record_lost(rule, request_key(self.path), status)
         self.close_connection = True
         if rule.how == "500":
             self.send_response_only(500, "Internal Server Error")
@@ -165,7 +171,7 @@ class _ProxyServer(ThreadingHTTPServer):
         target = urlsplit(upstream)
         self.target = (target.hostname or "127.0.0.1", target.port or 80)
         self.counts: Counter[str] = Counter()
-        self.rules: list[LostAnswers] = []
+        self.rules: list[AnswerFault] = []
         self._guard = threading.Lock()
         self._local = threading.local()
 
@@ -182,15 +188,15 @@ class _ProxyServer(ThreadingHTTPServer):
             conn.close()
             self._local.conn = None
 
-    def chosen(self, method: str, key: str, body: bytes) -> LostAnswers | None:
+    def chosen(self, method: str, key: str, body: bytes) -> AnswerFault | None:
         """The first rule that chooses this request (every rule that matches counts it), or None."""
         with self._guard:
             choices = [rule for rule in self.rules if rule._choose(method, key, body)]
         return choices[0] if choices else None
 
-    def record_lost(self, rule: LostAnswers, key: str, status: int) -> None:
+    def record_hit(self, rule: AnswerFault, key: str, status: int) -> None:
         with self._guard:
-            rule.lost.append((key, status))
+            rule.hits.append((key, status))
 
     def count(self, kind: str, status: int) -> None:
         with self._guard:
@@ -219,13 +225,21 @@ class CountingS3Proxy:
 
     def lose_answers(self, method: str, key_pattern: str, *, nth: int = 1, times: int = 1,
                      how: Literal["close", "500"] = "close",
-                     body_matches: Callable[[bytes], bool] | None = None) -> LostAnswers:
+                     body_matches: Callable[[bytes], bool] | None = None) -> AnswerFault:
         """From now on, the answers of the ``nth`` request of ``method`` whose key ``key_pattern`` finds (a regular
         expression, searched) and whose body ``body_matches`` (when given), and of the ``times - 1`` such requests
         after it, are kept from the client once the server gave them (``how``: see the module docstring)."""
-        if nth < 1 or times < 1:
-            raise ValueError(f"nth and times are at least 1, got {nth} and {times}")
-        rule = LostAnswers(method.upper(), re.compile(key_pattern), nth, times, how, body_matches)
+        return self._add(AnswerFault(method.upper(), re.compile(key_pattern), nth, times, how, body_matches))
+
+    def delay_answers(self, method: str, key_pattern: str, seconds: float, *, nth: int = 1, times: int = 1,
+                      body_matches: Callable[[bytes], bool] | None = None) -> AnswerFault:
+        """As :meth:`lose_answers`, but the chosen answers reach the client ``seconds`` late."""
+        return self._add(AnswerFault(method.upper(), re.compile(key_pattern), nth, times, "late", body_matches,
+                                     seconds))
+
+    def _add(self, rule: AnswerFault) -> AnswerFault:
+        if rule.nth < 1 or rule.times < 1 or rule.late_s < 0:
+            raise ValueError(f"nth and times are at least 1, a delay at least 0: {rule}")
         with self._server._guard:
             self._server.rules.append(rule)
         return rule
