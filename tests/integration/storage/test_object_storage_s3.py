@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,6 +15,7 @@ import pytest
 
 from hudi_clusterd.errors import PreconditionFailed, StorageAccessError, StorageError
 from hudi_clusterd.storage import ObjectStorage, PutMode, StorageSpec, open_storage
+from hudi_clusterd.storage.object_config import DEFAULT_MAX_RETRIES
 from hudi_clusterd.storage.object_io import MIN_FETCH, PART_BYTES
 from hudi_clusterd.storage.requests import difference
 from hudi_clusterd.table.hoodie_table import HoodieTable
@@ -144,13 +145,16 @@ def test_an_unreachable_endpoint_fails_within_seconds(s3_server: Any) -> None:
 # --- reads, writes, requests -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("how", ["close", "500"])
-def test_writes_whose_answers_were_lost_are_settled_by_reading_them_back(s3_server: Any, how: str) -> None:
+# the client's own tries: its first; every one of them (DEFAULT_MAX_RETRIES after the first), so the client gives up
+@pytest.mark.parametrize(("how", "times"), [("close", 1), ("500", 1), ("close", 1 + DEFAULT_MAX_RETRIES)])
+def test_writes_whose_answers_were_lost_are_settled_by_reading_them_back(s3_server: Any, how: Literal["close", "500"],
+                                                                         times: int) -> None:
     with CountingS3Proxy(s3_server.endpoint) as proxy:
         storage = _storage(s3_server, "settle", endpoint=proxy.endpoint)
-        # Given a store that carries out a create and a compare-and-swap but loses their answers
-        create = proxy.lose_answers("PUT", r"/c$", how=how)  # type: ignore[arg-type]
-        swap = proxy.lose_answers("PUT", r"/s$", nth=2, how=how)  # type: ignore[arg-type]
+        # Given a store that carries out a create and a compare-and-swap but loses their answers (the answers of
+        # the client's own tries again too, up to ``times``)
+        create = proxy.lose_answers("PUT", r"/c$", how=how, times=times)
+        swap = proxy.lose_answers("PUT", r"/s$", nth=2, how=how, times=times)
         # When the daemon's storage writes them
         created = storage.put("c", b"ours", mode=PutMode.CREATE)
         first = storage.put("s", b"v1", mode=PutMode.CREATE)
@@ -163,7 +167,8 @@ def test_writes_whose_answers_were_lost_are_settled_by_reading_them_back(s3_serv
         # and a write on the version our lost answer left fails as another writer's would not
         with pytest.raises(PreconditionFailed):
             storage.put("s", b"v3", if_match=first.version)
-    assert create.fired == swap.fired == 1, (create, swap)
+    assert create.fired == swap.fired == times, (create, swap)
+    assert [status for _, status in create.hits] == [200] + [412] * (times - 1), create.hits
     # (another writer's bytes found there instead are the other writer's win: tests/contract/)
     assert storage.put("c", b"theirs", mode=PutMode.CREATE) is None
 
