@@ -10,7 +10,8 @@ cover it) stay valid.
 
 Faults in answers: ``proxy.lose_answers(method, key_pattern, nth=..., times=..., how=...)`` makes the proxy forward
 the chosen requests (those of ``method`` whose key the pattern finds, and whose body ``body_matches`` when given:
-the ``nth`` such request and the ``times - 1`` after it), let the server answer, and then not pass the answer on:
+the ``nth`` such request and the ``times - 1`` after it; with ``once_each``, a request identical to one already
+chosen, as a client's retry of it is, is passed through), let the server answer, and then not pass the answer on:
 ``how="close"`` closes the client's connection without a word (a reset, a timeout: the client cannot tell whether
 the request was carried out), ``how="500"`` answers ``500 InternalError`` instead of the server's answer. Both are
 what S3 does to a request it carried out. ``proxy.delay_answers(method, key_pattern, seconds, ...)`` passes the
@@ -20,6 +21,7 @@ from the client: the key and the server's status.
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import re
 import threading
@@ -73,9 +75,11 @@ class AnswerFault:
     how: Literal["close", "500", "late"] = "close"
     body_matches: Callable[[bytes], bool] | None = None
     late_s: float = 0.0
+    once_each: bool = False
     matched: int = 0
     hits: list[tuple[str, int]] = field(default_factory=list)
     _taken: int = 0  # requests chosen so far (their answers may still be on their way)
+    _chosen: set[tuple[str, str, str]] = field(default_factory=set)  # with once_each: those chosen
 
     @property
     def fired(self) -> int:
@@ -88,8 +92,12 @@ class AnswerFault:
         if self.body_matches is not None and not self.body_matches(body):
             return False
         self.matched += 1
+        request = (method, key, hashlib.sha256(body).hexdigest())
+        if self.once_each and request in self._chosen:
+            return False
         if self.matched >= self.nth and self._taken < self.times:
             self._taken += 1
+            self._chosen.add(request)
             return True
         return False
 
@@ -224,12 +232,16 @@ class CountingS3Proxy:
         self._server.server_close()
 
     def lose_answers(self, method: str, key_pattern: str, *, nth: int = 1, times: int = 1,
-                     how: Literal["close", "500"] = "close",
-                     body_matches: Callable[[bytes], bool] | None = None) -> AnswerFault:
+                     how: Literal["close", "500"] = "close", body_matches: Callable[[bytes], bool] | None = None,
+                     once_each: bool = False) -> AnswerFault:
         """From now on, the answers of the ``nth`` request of ``method`` whose key ``key_pattern`` finds (a regular
-        expression, searched) and whose body ``body_matches`` (when given), and of the ``times - 1`` such requests
-        after it, are kept from the client once the server gave them (``how``: see the module docstring)."""
-        return self._add(AnswerFault(method.upper(), re.compile(key_pattern), nth, times, how, body_matches))
+        expression, searched; a request to the bucket itself, such as a ``POST ?delete``, has the key "") and
+        whose body ``body_matches`` (when given), and of the ``times - 1`` such requests after it, are kept from the
+        client once the server gave them (``how``: see the module docstring). With ``once_each`` a request
+        identical to one chosen before (method, key and body) is answered: each write loses its first answer only,
+        and the client's retry of it gets one."""
+        return self._add(AnswerFault(method.upper(), re.compile(key_pattern), nth, times, how, body_matches,
+                                     once_each=once_each))
 
     def delay_answers(self, method: str, key_pattern: str, seconds: float, *, nth: int = 1, times: int = 1,
                       body_matches: Callable[[bytes], bool] | None = None) -> AnswerFault:

@@ -13,7 +13,9 @@ Central), straight to the server.
 
 The run ends ``completed`` with each fault fired once; Hudi's snapshot and hudi-rs read exactly the rows written,
 Hudi's metadata table lists exactly what the bucket holds, nothing is pending on either timeline, no marker is
-left, and the lock file says ``expired: true``.
+left, and the lock file says ``expired: true``. The long run also loses the first answer of every write the daemon
+makes under ``.hoodie/`` (each timeline, metadata-table, lock, heartbeat and marker file, and the bulk deletes of
+markers and heartbeat), with the same checks.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +40,7 @@ from tests.harness.hudi_s3 import s3_writer_options, s3a_uri
 from tests.harness.hudi_versions import HUDI_1_2_V9
 from tests.harness.metadata_checks import validate_files
 from tests.harness.plan_steps import SharedTable, assert_reads
-from tests.harness.s3_proxy import CountingS3Proxy
+from tests.harness.s3_proxy import AnswerFault, CountingS3Proxy
 
 pytestmark = [pytest.mark.hudi, pytest.mark.hudi_s3,
               pytest.mark.usefixtures("spark")]  # clusterd(...) runs in this process, on the session's Spark
@@ -67,63 +70,122 @@ class Renewals:
         return False
 
 
-# a connection closed without an answer in every run; a 500 in place of the answer in the long run only (the
-# client handles both the same way: it tries again, and its second try finds the object there)
-@pytest.mark.parametrize("how", ["close", pytest.param("500", marks=pytest.mark.slow)])
-def test_cluster_commits_though_s3_lost_the_answers_of_its_replacecommit_a_lock_renewal_and_a_metadata_log_file(
-        s3_hudi: Callable[[Any], HudiWorker], s3_server: Any, tmp_path: Path, how: Literal["close", "500"]) -> None:
+@dataclass
+class ClusterRun:
+    """A ``hudi-clusterd cluster`` run through the proxy on a table Hudi wrote, and what it left."""
+
+    hudi: HudiWorker
+    table: SharedTable
+    spec: StorageSpec
+    batches: list[list[dict[str, Any]]]
+    out: str
+    requests: dict[str, int]
+    seconds: dict[str, float]
+
+
+def cluster_through_proxy(hudi: HudiWorker, s3_server: Any, tmp_path: Path,
+                          faults: Callable[[CountingS3Proxy, str], None]) -> ClusterRun:
+    """Hudi 1.2 writes a table on S3 in two inserts (two new file groups each), its metadata table on; then
+    ``hudi-clusterd cluster`` clusters it under the storage lock through a proxy given ``faults(proxy, prefix)``
+    (``prefix``: the table's key, escaped for a pattern)."""
     started = time.monotonic()
-    hudi = s3_hudi(HUDI_1_2_V9)
     uri = s3a_uri(s3_server.fresh_uri("lost-answers"))
-    prefix = re.escape(uri.split("/", 3)[3])
     writer = s3_writer_options(HUDI_1_2_V9, "events", {"hoodie.write.concurrency.mode": "single_writer"},
                                extra={"hoodie.parquet.small.file.limit": "0"})
     props = tmp_path / "clusterd.properties"
     props.write_text(f"hoodie.write.lock.provider={STORAGE_LOCK}\n"
                      + "".join(f"{k}={v}\n" for k, v in LOCK_TIMES.items())
                      + "hoodie.clustering.plan.strategy.sort.columns=val\n")
-    spec = StorageSpec(uri, s3_server.storage_options())
-    table = SharedTable(uri, lambda: tmp_path, writer, props, s3_storage_options(s3_server))
-    # Given a table Hudi 1.2 wrote on S3 in two inserts (two new file groups each), its metadata table on
     batches = [event_rows(b) for b in range(2)]
     for batch in batches:
         hudi.write(batch, uri, {**writer, "hoodie.datasource.write.operation": "insert"}, schema=EVENTS_SCHEMA)
-    written_s = time.monotonic() - started
+    written = time.monotonic()
     with CountingS3Proxy(s3_server.endpoint) as proxy:
-        # and a store that carries out these PUTs of the daemon's and loses their answers (the connection closed,
-        # or a 500 in place of the answer)
-        replacecommit = proxy.lose_answers("PUT", rf"^{prefix}/\.hoodie/timeline/\d+_\d+\.replacecommit$", how=how)
-        renewal = proxy.lose_answers("PUT", rf"^{prefix}/{re.escape(LOCK_KEY)}$", body_matches=Renewals(), how=how)
-        mdt_log = proxy.lose_answers("PUT", rf"^{prefix}/\.hoodie/metadata/files/\.files-[^/]+\.log\.\d+_[^/]+$",
-                                     how=how)
-        slow = proxy.delay_answers("PUT", rf"^{prefix}/\.hoodie/metadata/\.hoodie/timeline/\d+_\d+\.deltacommit$",
-                                   SLOW_MDT_COMMIT_S)
-        # When hudi-clusterd clusters it through that store, under the storage lock
+        faults(proxy, re.escape(uri.split("/", 3)[3]))
         with clusterd_environment({**s3_server.env(), "AWS_ENDPOINT_URL_S3": proxy.endpoint}):
-            cluster_started = time.monotonic()
             out = clusterd("cluster", "--base-path", uri, "--props", str(props), "--force", "--commit-wait", "0")
-            cluster_s = time.monotonic() - cluster_started
-    # Then the run completed its clustering, and each lost answer was one the server had given (the write stored)
-    [instant] = completed(spec, "replacecommit")
-    assert f"completed {instant}" in out, out
-    for fault in (replacecommit, renewal, mdt_log, slow):
-        assert fault.fired == 1 and fault.hits[0][1] == 200, fault
-    assert replacecommit.hits[0][0].split("/")[-1].startswith(f"{instant}_"), replacecommit.hits
-    # nothing is pending on the table's timeline or its metadata table's, and no marker of the clustering is left
-    mdt = StorageSpec(f"{uri}/.hoodie/metadata", s3_server.storage_options())
-    for timeline in (spec, mdt):
+    clustered = time.monotonic()
+    return ClusterRun(hudi, SharedTable(uri, lambda: tmp_path, writer, props, s3_storage_options(s3_server)),
+                      StorageSpec(uri, s3_server.storage_options()), batches, out, proxy.snapshot(),
+                      {"hudi writes": written - started, "cluster": clustered - written})
+
+
+def assert_committed_exactly(run: ClusterRun, s3_server: Any) -> tuple[str, dict[str, Any]]:
+    """The run completed one clustering, and left the table exact and clean: Hudi and hudi-rs read exactly the rows
+    written, Hudi's metadata table lists exactly what S3 holds, nothing is pending on the table's timeline or its
+    metadata table's, no marker of the clustering is left, and the lock file says expired. Returns the clustering's
+    instant and the lock file's content."""
+    [instant] = completed(run.spec, "replacecommit")
+    assert f"completed {instant}" in run.out, run.out
+    mdt = StorageSpec(f"{run.table.uri}/.hoodie/metadata", s3_server.storage_options())
+    for timeline in (run.spec, mdt):
         files = instant_files(timeline)
         done = {f.time for f in files if f.state == "completed"}
         assert done and all(f.time in done for f in files), instant_names(timeline)
     s3 = s3_server.boto3()
-    key_prefix = uri.split("/", 3)[3]
+    key_prefix = run.table.uri.split("/", 3)[3]
     markers = s3.list_objects_v2(Bucket=s3_server.bucket, Prefix=f"{key_prefix}/.hoodie/.temp/{instant}")
     assert markers.get("KeyCount", 0) == 0, markers.get("Contents")
-    # the lock was given back: its file says expired, written by the lease whose renewal's answer was lost
     lock = json.loads(s3.get_object(Bucket=s3_server.bucket, Key=f"{key_prefix}/{LOCK_KEY}")["Body"].read())
-    assert lock["expired"] is True and lock["owner"] in renewal.body_matches.owners, lock  # type: ignore[union-attr]
-    # and Hudi and hudi-rs read exactly the rows written, Hudi's metadata table listing exactly what S3 holds
-    assert_reads(hudi, table, batches)
-    validate_files(hudi, spec, f"lost_answers_{uuid.uuid4().hex[:8]}", uri=uri).assert_clean()
-    print(f"{how}: hudi writes {written_s:.1f}s, cluster {cluster_s:.1f}s, whole {time.monotonic() - started:.1f}s; "
-          f"requests through the proxy {proxy.snapshot()}")
+    assert lock["expired"] is True, lock
+    assert_reads(run.hudi, run.table, run.batches)
+    validate_files(run.hudi, run.spec, f"lost_answers_{uuid.uuid4().hex[:8]}", uri=run.table.uri).assert_clean()
+    return instant, lock
+
+
+# a connection closed without an answer in every run; a 500 in place of the answer in the long run only (the
+# client handles both the same way: it tries again, and its second try finds the object there)
+@pytest.mark.parametrize("how", ["close", pytest.param("500", marks=pytest.mark.slow)])
+def test_cluster_commits_though_s3_lost_the_answers_of_its_replacecommit_a_lock_renewal_and_a_metadata_log_file(
+        s3_hudi: Callable[[Any], HudiWorker], s3_server: Any, tmp_path: Path, how: Literal["close", "500"]) -> None:
+    renewals = Renewals()
+    faults: dict[str, AnswerFault] = {}
+
+    def lose(proxy: CountingS3Proxy, prefix: str) -> None:
+        # a store that carries out these PUTs of the daemon's and loses their answers (the connection closed, or a
+        # 500 in place of the answer), and answers the metadata table's completed deltacommit late
+        faults["replacecommit"] = proxy.lose_answers(
+            "PUT", rf"^{prefix}/\.hoodie/timeline/\d+_\d+\.replacecommit$", how=how)
+        faults["renewal"] = proxy.lose_answers("PUT", rf"^{prefix}/{re.escape(LOCK_KEY)}$", body_matches=renewals,
+                                               how=how)
+        faults["mdt log file"] = proxy.lose_answers(
+            "PUT", rf"^{prefix}/\.hoodie/metadata/files/\.files-[^/]+\.log\.\d+_[^/]+$", how=how)
+        faults["slow mdt commit"] = proxy.delay_answers(
+            "PUT", rf"^{prefix}/\.hoodie/metadata/\.hoodie/timeline/\d+_\d+\.deltacommit$", SLOW_MDT_COMMIT_S)
+
+    # Given a table Hudi 1.2 wrote on S3, when hudi-clusterd clusters it through that store under the storage lock
+    run = cluster_through_proxy(s3_hudi(HUDI_1_2_V9), s3_server, tmp_path, lose)
+    # Then each fault fired once, on a write the server had stored
+    for name, fault in faults.items():
+        assert fault.fired == 1 and fault.hits[0][1] == 200, (name, fault)
+    # and the run committed, exactly, leaving nothing pending and the lock given back by the lease whose renewal's
+    # answer was lost
+    instant, lock = assert_committed_exactly(run, s3_server)
+    assert faults["replacecommit"].hits[0][0].rsplit("/", 1)[-1].startswith(f"{instant}_"), faults["replacecommit"]
+    assert lock["owner"] in renewals.owners, (lock, renewals.owners)
+    print(f"{how}: {', '.join(f'{k} {v:.1f}s' for k, v in run.seconds.items())}; requests through the proxy "
+          f"{run.requests}")
+
+
+@pytest.mark.slow
+def test_cluster_commits_though_s3_lost_the_first_answer_of_every_write_under_hoodie(
+        s3_hudi: Callable[[Any], HudiWorker], s3_server: Any, tmp_path: Path) -> None:
+    faults: list[AnswerFault] = []
+
+    def lose(proxy: CountingS3Proxy, prefix: str) -> None:
+        # every write the daemon makes under .hoodie/ (timeline and metadata-table files, the lock file's every
+        # write, heartbeat, markers, and the bulk deletes of markers and heartbeat) loses its first answer
+        key = f"<Key>{prefix.replace(chr(92), '')}/.hoodie/".encode()
+        for method in ("PUT", "DELETE"):
+            faults.append(proxy.lose_answers(method, rf"^{prefix}/\.hoodie/", times=1000, once_each=True))
+        faults.append(proxy.lose_answers("POST", r"^$", times=1000, once_each=True,
+                                         body_matches=lambda body: key in body))
+
+    run = cluster_through_proxy(s3_hudi(HUDI_1_2_V9), s3_server, tmp_path, lose)
+    lost = [hit for fault in faults for hit in fault.hits]
+    written = {k.split("/.hoodie/", 1)[1].split("/", 1)[0] for k, _ in lost if "/.hoodie/" in k}
+    assert {".locks", "timeline", "metadata", ".heartbeat", ".temp"} <= written, lost
+    assert faults[2].fired >= 1 and all(status == 200 for _, status in lost), lost  # a bulk delete's too
+    assert_committed_exactly(run, s3_server)
+    print(f"every write: {len(lost)} answers lost; {', '.join(f'{k} {v:.1f}s' for k, v in run.seconds.items())}; "
+          f"requests through the proxy {run.requests}")

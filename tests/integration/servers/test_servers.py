@@ -149,6 +149,22 @@ def test_the_proxy_answers_500_in_place_of_the_servers_answer_a_bounded_number_o
     assert proxy.snapshot()["PUT"] == 4
 
 
+def test_the_proxy_loses_only_the_first_answer_of_each_distinct_request_when_asked(s3_server: Any) -> None:
+    from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
+    from tests.harness.s3_proxy import CountingS3Proxy
+
+    prefix = s3_server.fresh_uri("once").split("/", 3)[3]
+    with CountingS3Proxy(s3_server.endpoint) as proxy:
+        s3 = _proxied_boto3(s3_server, proxy.endpoint)
+        rule = proxy.lose_answers("PUT", r"/e/", times=100, once_each=True)
+        for key, body in ((f"{prefix}/e/a", b"1"), (f"{prefix}/e/a", b"2"), (f"{prefix}/e/b", b"1")):
+            with pytest.raises((ConnectionClosedError, EndpointConnectionError)):
+                s3.put_object(Bucket=s3_server.bucket, Key=key, Body=body)
+            s3.put_object(Bucket=s3_server.bucket, Key=key, Body=body)  # the same request again: answered
+    assert rule.hits == [(f"{prefix}/e/a", 200), (f"{prefix}/e/a", 200), (f"{prefix}/e/b", 200)]
+    assert rule.matched == 6
+
+
 def test_azurite_does_conditional_writes(azurite_server: Any) -> None:
     from azure.core import MatchConditions
     from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
