@@ -78,6 +78,93 @@ def test_the_counting_proxy_counts_each_kind_and_keeps_signatures_valid(s3_serve
     assert counts == {"PUT": 2, "precondition_failed": 1, "GET": 1, "HEAD": 1, "LIST": 1, "COPY": 1, "DELETE": 1}
 
 
+def _proxied_boto3(s3_server: Any, endpoint: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("s3", endpoint_url=endpoint, region_name=s3_server.region,
+                        aws_access_key_id=s3_server.access_key, aws_secret_access_key=s3_server.secret_key,
+                        config=Config(retries={"total_max_attempts": 1}, read_timeout=10,
+                                      s3={"addressing_style": "path"}))
+
+
+def test_the_proxy_forwards_a_chosen_put_and_closes_the_connection_without_its_answer(s3_server: Any) -> None:
+    from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
+    from tests.harness.s3_proxy import CountingS3Proxy
+
+    prefix = s3_server.fresh_uri("lost").split("/", 3)[3]
+    direct = s3_server.boto3()
+    with CountingS3Proxy(s3_server.endpoint) as proxy:
+        s3 = _proxied_boto3(s3_server, proxy.endpoint)
+        # the second create of a .commit file, once; another key or method is never chosen
+        rule = proxy.lose_answers("PUT", r"/t/\d+\.commit$", nth=2)
+        s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/t/1.commit", Body=b"one", IfNoneMatch="*")
+        s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/t/2.other", Body=b"x", IfNoneMatch="*")
+        assert s3.get_object(Bucket=s3_server.bucket, Key=f"{prefix}/t/1.commit")["Body"].read() == b"one"
+        with pytest.raises((ConnectionClosedError, EndpointConnectionError)):  # no answer at all
+            s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/t/2.commit", Body=b"two", IfNoneMatch="*")
+        # the server had stored it: read directly, and through the proxy, it is there
+        assert direct.get_object(Bucket=s3_server.bucket, Key=f"{prefix}/t/2.commit")["Body"].read() == b"two"
+        assert s3.get_object(Bucket=s3_server.bucket, Key=f"{prefix}/t/2.commit")["Body"].read() == b"two"
+        # and a client trying again learns that from the store's answer (the object exists)
+        with pytest.raises(ClientError) as again:
+            s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/t/2.commit", Body=b"two", IfNoneMatch="*")
+        assert again.value.response["Error"]["Code"] == "PreconditionFailed"
+        # times=1: the next chosen-looking request is answered as usual
+        s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/t/3.commit", Body=b"three", IfNoneMatch="*")
+    assert rule.fired == 1 and rule.hits == [(f"{prefix}/t/2.commit", 200)]
+    assert rule.matched == 4
+
+
+def test_the_proxy_answers_500_in_place_of_the_servers_answer_a_bounded_number_of_times(s3_server: Any) -> None:
+    import json
+    import time
+
+    from botocore.exceptions import ClientError
+    from tests.harness.s3_proxy import CountingS3Proxy
+
+    prefix = s3_server.fresh_uri("lost500").split("/", 3)[3]
+    key = f"{prefix}/.locks/lock.json"
+    with CountingS3Proxy(s3_server.endpoint) as proxy:
+        s3 = _proxied_boto3(s3_server, proxy.endpoint)
+        first = s3.put_object(Bucket=s3_server.bucket, Key=key, Body=b'{"n": 0}', IfNoneMatch="*")
+        # the updates whose body says n >= 1, the first two of them
+        rule = proxy.lose_answers("PUT", r"\.locks/lock\.json$", times=2, how="500",
+                                  body_matches=lambda body: json.loads(body)["n"] >= 1)
+        etag = first["ETag"]
+        for n in (1, 2):
+            with pytest.raises(ClientError) as failed:
+                s3.put_object(Bucket=s3_server.bucket, Key=key, Body=json.dumps({"n": n}).encode(), IfMatch=etag)
+            assert failed.value.response["Error"]["Code"] == "InternalError"
+            stored = s3.get_object(Bucket=s3_server.bucket, Key=key)
+            assert json.loads(stored["Body"].read()) == {"n": n}  # it was written all the same
+            etag = stored["ETag"]
+        s3.put_object(Bucket=s3_server.bucket, Key=key, Body=b'{"n": 3}', IfMatch=etag)
+        # and an answer held back reaches its client that much later, whole
+        slow = proxy.delay_answers("GET", r"\.locks/lock\.json$", 0.5)
+        started = time.monotonic()
+        assert json.loads(s3.get_object(Bucket=s3_server.bucket, Key=key)["Body"].read()) == {"n": 3}
+        assert time.monotonic() - started >= 0.5 and slow.hits == [(key, 200)]
+    assert rule.hits == [(key, 200), (key, 200)]
+    assert proxy.snapshot()["PUT"] == 4
+
+
+def test_the_proxy_loses_only_the_first_answer_of_each_distinct_request_when_asked(s3_server: Any) -> None:
+    from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
+    from tests.harness.s3_proxy import CountingS3Proxy
+
+    prefix = s3_server.fresh_uri("once").split("/", 3)[3]
+    with CountingS3Proxy(s3_server.endpoint) as proxy:
+        s3 = _proxied_boto3(s3_server, proxy.endpoint)
+        rule = proxy.lose_answers("PUT", r"/e/", times=100, once_each=True)
+        for key, body in ((f"{prefix}/e/a", b"1"), (f"{prefix}/e/a", b"2"), (f"{prefix}/e/b", b"1")):
+            with pytest.raises((ConnectionClosedError, EndpointConnectionError)):
+                s3.put_object(Bucket=s3_server.bucket, Key=key, Body=body)
+            s3.put_object(Bucket=s3_server.bucket, Key=key, Body=body)  # the same request again: answered
+    assert rule.hits == [(f"{prefix}/e/a", 200), (f"{prefix}/e/a", 200), (f"{prefix}/e/b", 200)]
+    assert rule.matched == 6
+
+
 def test_azurite_does_conditional_writes(azurite_server: Any) -> None:
     from azure.core import MatchConditions
     from azure.core.exceptions import ResourceExistsError, ResourceModifiedError

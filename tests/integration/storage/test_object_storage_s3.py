@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,6 +15,7 @@ import pytest
 
 from hudi_clusterd.errors import PreconditionFailed, StorageAccessError, StorageError
 from hudi_clusterd.storage import ObjectStorage, PutMode, StorageSpec, open_storage
+from hudi_clusterd.storage.object_config import DEFAULT_MAX_RETRIES
 from hudi_clusterd.storage.object_io import MIN_FETCH, PART_BYTES
 from hudi_clusterd.storage.requests import difference
 from hudi_clusterd.table.hoodie_table import HoodieTable
@@ -50,7 +51,10 @@ def test_eight_creators_race_and_exactly_one_wins_each_round(s3_server: Any) -> 
         assert len(winners) == 1, results
         assert not any(isinstance(r, Exception) for r in results), results
         assert storage.read_bytes(f"lock-{round_}") == f"{round_}:{winners[0]}".encode()
-        assert difference(storage.requests.snapshot(), before) == {"PUT": 8, "precondition_failed": 7, "GET": 1}
+        # each loser reads the file back (HEAD, then GET: the same size as its own bytes), which tells another
+        # writer's file from its own write landed on a try whose answer was lost (storage/settle.py)
+        assert difference(storage.requests.snapshot(), before) == {"PUT": 8, "precondition_failed": 7, "HEAD": 7,
+                                                                   "GET": 8}
 
 
 def test_eight_updaters_race_on_one_version_and_exactly_one_wins_each_round(s3_server: Any) -> None:
@@ -144,6 +148,34 @@ def test_an_unreachable_endpoint_fails_within_seconds(s3_server: Any) -> None:
 # --- reads, writes, requests -----------------------------------------------------------------------------------
 
 
+# the client's own tries: its first; every one of them (DEFAULT_MAX_RETRIES after the first), so the client gives up
+@pytest.mark.parametrize(("how", "times"), [("close", 1), ("500", 1), ("close", 1 + DEFAULT_MAX_RETRIES)])
+def test_writes_whose_answers_were_lost_are_settled_by_reading_them_back(s3_server: Any, how: Literal["close", "500"],
+                                                                         times: int) -> None:
+    with CountingS3Proxy(s3_server.endpoint) as proxy:
+        storage = _storage(s3_server, "settle", endpoint=proxy.endpoint)
+        # Given a store that carries out a create and a compare-and-swap but loses their answers (the answers of
+        # the client's own tries again too, up to ``times``)
+        create = proxy.lose_answers("PUT", r"/c$", how=how, times=times)
+        swap = proxy.lose_answers("PUT", r"/s$", nth=2, how=how, times=times)
+        # When the daemon's storage writes them
+        created = storage.put("c", b"ours", mode=PutMode.CREATE)
+        first = storage.put("s", b"v1", mode=PutMode.CREATE)
+        assert first is not None and first.version is not None
+        swapped = storage.put("s", b"v2", if_match=first.version)
+        # Then each landed, and the call says so with the version our bytes have: no collision, no lost race
+        assert created is not None and created.version == storage.info("c").version  # type: ignore[union-attr]
+        assert swapped is not None and swapped.version == storage.info("s").version  # type: ignore[union-attr]
+        assert storage.read_bytes("c") == b"ours" and storage.read_bytes("s") == b"v2"
+        # and a write on the version our lost answer left fails as another writer's would not
+        with pytest.raises(PreconditionFailed):
+            storage.put("s", b"v3", if_match=first.version)
+    assert create.fired == swap.fired == times, (create, swap)
+    assert [status for _, status in create.hits] == [200] + [412] * (times - 1), create.hits
+    # (another writer's bytes found there instead are the other writer's win: tests/contract/)
+    assert storage.put("c", b"theirs", mode=PutMode.CREATE) is None
+
+
 def test_requests_counted_are_the_requests_the_server_got(s3_server: Any) -> None:
     with CountingS3Proxy(s3_server.endpoint) as proxy:
         storage = _storage(s3_server, endpoint=proxy.endpoint)
@@ -165,7 +197,8 @@ def test_requests_counted_are_the_requests_the_server_got(s3_server: Any) -> Non
             storage.delete_dir("p")
         counted = {k: v for k, v in storage.requests.snapshot().items() if v}
     assert counted == seen, (counted, seen)
-    assert counted == {"PUT": 4, "precondition_failed": 1, "HEAD": 4, "LIST": 3, "GET": 3, "DELETE": 2}
+    # the create that found a file read it back (HEAD, GET) to tell another writer's from ours
+    assert counted == {"PUT": 4, "precondition_failed": 1, "HEAD": 5, "LIST": 3, "GET": 4, "DELETE": 2}
 
 
 def test_a_multipart_upload_appears_on_close_and_is_counted(s3_server: Any) -> None:
