@@ -1,13 +1,13 @@
-"""Scanning a data table's log file as Hudi's log reader does (``HoodieLogFileReader``): a block whose frame is
-damaged becomes a CORRUPT block and the scan resumes at the next magic.
+"""Scanning a data table's log file as Hudi's log reader does (``HoodieLogFileReader``): a block whose frame is damaged
+becomes a CORRUPT block and the scan resumes at the next magic.
 
-A block's frame is intact when its length fits the file, its reverse pointer agrees with its length and the
-bytes after it are another magic or the end of the file. Anything else (a torn last block, a block overwritten
-in the middle) is a CORRUPT block spanning from its magic up to the next magic (or the end), which readers skip.
-A block whose frame is intact but whose inside cannot be decoded (log format version 0, an unknown block type, a
-header that runs past its block) is refused with a ``LogFileError`` naming the file and the offset, as Hudi's
-reader fails on it. A file that does not start with the magic is refused likewise; bytes at the end that are only
-the start of a magic are a CORRUPT block too (Hudi stops there).
+A block's frame is intact when its length fits the file, its reverse pointer agrees with its length and the bytes
+after it are another magic or fewer than a magic's six (the end of the file, for Hudi's reader). Anything else (a
+torn last block, a block overwritten in the middle) is a CORRUPT block spanning from its magic up to the next magic
+(or the end), which readers skip. A block whose frame is intact but whose inside cannot be decoded (log format
+version 0, an unknown block type, a header that runs past its block) is refused with a ``LogFileError`` naming the
+file and the offset, as Hudi's reader fails on it. A file that does not start with the magic is refused likewise.
+Fewer than six bytes after the last block are no block at all: the scan stops there, as Hudi's does.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _frame_end(data: bytes, pos: int) -> int | None:
         return None
     if _I64.unpack_from(data, end - _I64.size)[0] != length + len(MAGIC):
         return None
-    if end != len(data) and data[end:end + len(MAGIC)] != MAGIC:
+    if len(data) - end >= len(MAGIC) and data[end:end + len(MAGIC)] != MAGIC:
         return None
     return end
 
@@ -62,12 +62,8 @@ def scan_log_file(data: bytes, *, source: str) -> list[ScannedBlock]:
     raw = bytes(data)
     out: list[ScannedBlock] = []
     pos = 0
-    while pos < len(raw):
+    while len(raw) - pos >= len(MAGIC):
         if raw[pos:pos + len(MAGIC)] != MAGIC:
-            if len(raw) - pos < len(MAGIC) and MAGIC.startswith(raw[pos:]):
-                scanned, pos = _corrupt(raw, pos)
-                out.append(scanned)
-                continue
             raise LogFileError(f"{source}: no log block magic at byte {pos}")
         end = _frame_end(raw, pos)
         if end is None:
