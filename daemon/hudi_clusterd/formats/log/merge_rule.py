@@ -5,8 +5,9 @@ Hudi 1.x tables name a merge mode (``hoodie.record.merge.mode``); table version 
 
 - **COMMIT_TIME_ORDERING** (1.x): the later record wins, log against log and log against base; a delete wins.
 - **EVENT_TIME_ORDERING** (1.x): a later record wins when its ordering value is at least the held one's; a
-  delete whose ordering value is Hudi's default (``Integer 0``, what a SQL DELETE writes) always wins, and any
-  other delete of a DELETE block loses only to a held value of the same Java class that is greater. The same
+  delete whose ordering value is Hudi's default (``Integer 0``, what a SQL DELETE writes) always wins and any
+  later record replaces it; any other delete of a DELETE block loses only to a held value of the same Java class
+  that is greater, and a later record replaces it when its ordering value is at least the delete's. The same
   rules merge the logs' winner with the base row.
 - **0.15 payloads**: log against log, every payload pre-combines by ordering (the later record wins ties) and a
   record after a DELETE block's delete wins whatever its ordering (natural order); against the base row,
