@@ -15,7 +15,9 @@ Records of one key then meet by the ``MergeRule``. A record with ``_hoodie_is_de
 has the column) is a delete that takes part in the ordering like any record. Deleted keys are not returned; the
 winning record is returned whole, with its own ``_hoodie_commit_time`` and ``_hoodie_commit_seqno`` (its
 ``_hoodie_file_name`` is the caller's to rewrite). Output order: the base rows in their order (each replaced by
-its winner), then the keys found only in the logs, in the order they first appeared.
+its winner), then the keys found only in the logs, in the order they first appeared. Not read as deletes:
+``_hoodie_operation`` and custom delete markers (``hoodie.payload.delete.field``). The record key is
+``_hoodie_record_key`` (tables without meta fields are refused) and the ordering value is one field's.
 
 Memory: the base table, each applied data block's batch (shaped to the output schema) and one dict entry per
 record key found in the logs (the winner's place and ordering value) are held until the end.

@@ -137,7 +137,6 @@ def test_our_merge_of_every_golden_compaction_plan_equals_hudis_compacted_base_f
             where = f"{table.name} {op['fileId']}"
             assert merged.schema == expected.schema, where
             assert _sorted(merged).equals(_sorted(expected)), where
-            assert merged.column("_hoodie_record_key").to_pylist() != [] or expected.num_rows == 0
             changed += not _sorted(base).equals(_sorted(expected))
             checked += 1
             rows += expected.num_rows
