@@ -58,6 +58,12 @@ class MetadataTableError(TableError):
     written in Hudi's format (the message names the file and, for damage, the offset)."""
 
 
+class LogFileError(TableError):
+    """A data table's log file cannot be read: a block whose frame is intact but whose contents cannot be decoded,
+    an unknown block type, or a block or feature the daemon does not read (an HFILE data block, a DELETE block of
+    version 1 or 2, a partial update). The message names the file and the block's offset."""
+
+
 class TimelineError(ClusterdError):
     """The timeline is inconsistent (a bad instant name, a transition from a missing state)."""
 

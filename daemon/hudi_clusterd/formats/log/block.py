@@ -90,7 +90,9 @@ def encode_block(block: LogBlock) -> bytes:
                      _I64.pack(len(content)), content, footer, _I64.pack(length + len(MAGIC))))
 
 
-class _Damage(Exception):
+class BlockDamage(Exception):
+    """A block that cannot be decoded; ``offset`` is the byte of the file where the damage was found."""
+
     def __init__(self, message: str, offset: int) -> None:
         super().__init__(message)
         self.offset = offset
@@ -98,60 +100,61 @@ class _Damage(Exception):
 
 def _read_metadata(data: bytes, pos: int, end: int, what: str) -> tuple[dict[HeaderKey, str], int]:
     if pos + 4 > end:
-        raise _Damage(f"{what} count runs past the block", pos)
+        raise BlockDamage(f"{what} count runs past the block", pos)
     count = _I32.unpack_from(data, pos)[0]
     pos += 4
     if count < 0 or count * 8 > end - pos:
-        raise _Damage(f"bad {what} entry count {count}", pos - 4)
+        raise BlockDamage(f"bad {what} entry count {count}", pos - 4)
     entries: dict[HeaderKey, str] = {}
     for _ in range(count):
         if pos + 8 > end:
-            raise _Damage(f"{what} entry runs past the block", pos)
+            raise BlockDamage(f"{what} entry runs past the block", pos)
         ordinal, length = struct.unpack_from(">ii", data, pos)
         if ordinal not in HeaderKey._value2member_map_:
-            raise _Damage(f"unknown {what} key ordinal {ordinal}", pos)
+            raise BlockDamage(f"unknown {what} key ordinal {ordinal}", pos)
         if length < 0 or length > end - pos - 8:
-            raise _Damage(f"{what} entry of {length} bytes runs past the block", pos)
+            raise BlockDamage(f"{what} entry of {length} bytes runs past the block", pos)
         key = HeaderKey(ordinal)
         if key in entries:
-            raise _Damage(f"{what} key {key.name} repeats", pos)
+            raise BlockDamage(f"{what} key {key.name} repeats", pos)
         try:
             entries[key] = data[pos + 8:pos + 8 + length].decode()
         except UnicodeDecodeError as e:
-            raise _Damage(f"{what} {key.name} is not UTF-8", pos) from e
+            raise BlockDamage(f"{what} {key.name} is not UTF-8", pos) from e
         pos += 8 + length
     return entries, pos
 
 
-def _read_block(data: bytes, pos: int) -> tuple[LogBlock, int]:
+def read_block(data: bytes, pos: int) -> tuple[LogBlock, int]:
+    """The block that starts at byte ``pos`` of ``data`` and the offset after it. Raises ``BlockDamage``."""
     start = pos
     if data[pos:pos + len(MAGIC)] != MAGIC:
-        raise _Damage(f"no block magic (found {bytes(data[pos:pos + len(MAGIC)])!r})", pos)
+        raise BlockDamage(f"no block magic (found {bytes(data[pos:pos + len(MAGIC)])!r})", pos)
     pos += len(MAGIC)
     if pos + _BLOCK_HEAD.size > len(data):
-        raise _Damage("block head is truncated", start)
+        raise BlockDamage("block head is truncated", start)
     length, version, type_ordinal = _BLOCK_HEAD.unpack_from(data, pos)
     end = pos + 8 + length
     if length < _MIN_BLOCK_LENGTH or end > len(data):
-        raise _Damage(f"block length {length} does not fit the {len(data) - start} bytes left", start)
+        raise BlockDamage(f"block length {length} does not fit the {len(data) - start} bytes left", start)
     if version != LOG_FORMAT_VERSION:
-        raise _Damage(f"log format version {version} is not supported (only {LOG_FORMAT_VERSION})", pos + 8)
+        raise BlockDamage(f"log format version {version} is not supported (only {LOG_FORMAT_VERSION})", pos + 8)
     if type_ordinal not in BlockType._value2member_map_:
-        raise _Damage(f"unknown block type {type_ordinal}", pos + 12)
+        raise BlockDamage(f"unknown block type {type_ordinal}", pos + 12)
     reverse = _I64.unpack_from(data, end - 8)[0]
     if reverse != end - 8 - start:
-        raise _Damage(f"reverse pointer {reverse} disagrees with block length {length}", end - 8)
+        raise BlockDamage(f"reverse pointer {reverse} disagrees with block length {length}", end - 8)
     header, pos = _read_metadata(data, pos + 16, end - 8, "header")
     if pos + 8 > end - 8:
-        raise _Damage("content length runs past the block", pos)
+        raise BlockDamage("content length runs past the block", pos)
     content_length = _I64.unpack_from(data, pos)[0]
     pos += 8
     if content_length < 0 or content_length > end - 8 - pos:
-        raise _Damage(f"content length {content_length} does not fit the block", pos - 8)
+        raise BlockDamage(f"content length {content_length} does not fit the block", pos - 8)
     content = bytes(data[pos:pos + content_length])
     footer, pos = _read_metadata(data, pos + content_length, end - 8, "footer")
     if pos != end - 8:
-        raise _Damage(f"{end - 8 - pos} stray bytes after the footer", pos)
+        raise BlockDamage(f"{end - 8 - pos} stray bytes after the footer", pos)
     return LogBlock(BlockType(type_ordinal), header, content, footer), end
 
 
@@ -163,9 +166,9 @@ def decode_log_file(data: bytes, *, source: str = "") -> list[LogBlock]:
     pos = 0
     try:
         while pos < len(raw):
-            block, pos = _read_block(raw, pos)
+            block, pos = read_block(raw, pos)
             blocks.append(block)
-    except _Damage as e:
+    except BlockDamage as e:
         raise MetadataTableError(f"{source or '<log file bytes>'}: corrupt log block {len(blocks)} at byte "
                                  f"{e.offset}: {e}") from None
     return blocks

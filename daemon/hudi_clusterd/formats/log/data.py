@@ -1,6 +1,6 @@
-"""Data blocks by block type: each data block type this package decodes has a record reader giving the block's
-``(record key, record bytes)`` pairs in key order. HFILE_DATA (the metadata table's) has one; an AVRO_DATA or
-PARQUET_DATA reader joins by adding its entry to ``DATA_BLOCK_READERS``."""
+"""The metadata table's data blocks by block type: each data block type read here has a record reader giving the
+block's ``(record key, record bytes)`` pairs in key order; HFILE_DATA (the metadata table's) has one. A data
+table's AVRO_DATA and PARQUET_DATA blocks are read into Arrow by ``arrow_blocks`` instead."""
 
 from __future__ import annotations
 
