@@ -15,7 +15,7 @@ import pytest
 
 from hudi_clusterd.errors import PreconditionFailed, StorageAccessError, StorageError
 from hudi_clusterd.storage import ObjectStorage, PutMode, StorageSpec, open_storage
-from hudi_clusterd.storage.object_config import DEFAULT_MAX_RETRIES
+from hudi_clusterd.storage.object_config import MAX_RETRIES
 from hudi_clusterd.storage.object_io import MIN_FETCH, PART_BYTES
 from hudi_clusterd.storage.requests import difference
 from hudi_clusterd.table.hoodie_table import HoodieTable
@@ -148,8 +148,8 @@ def test_an_unreachable_endpoint_fails_within_seconds(s3_server: Any) -> None:
 # --- reads, writes, requests -----------------------------------------------------------------------------------
 
 
-# the client's own tries: its first; every one of them (DEFAULT_MAX_RETRIES after the first), so the client gives up
-@pytest.mark.parametrize(("how", "times"), [("close", 1), ("500", 1), ("close", 1 + DEFAULT_MAX_RETRIES)])
+# the client's own tries: its first; every one of them (max_retries after the first), so the client gives up
+@pytest.mark.parametrize(("how", "times"), [("close", 1), ("500", 1), ("close", 1 + int(MAX_RETRIES.default or 0))])
 def test_writes_whose_answers_were_lost_are_settled_by_reading_them_back(s3_server: Any, how: Literal["close", "500"],
                                                                          times: int) -> None:
     with CountingS3Proxy(s3_server.endpoint) as proxy:
