@@ -199,7 +199,9 @@ def build_partition_groups(
     return kept
 
 
-def _group_of(slices: list[FileSlice], policy: ClusteringPolicy, uri_of: UriOf) -> ClusteringGroup:
+def clustering_group(slices: list[FileSlice], policy: ClusteringPolicy, uri_of: UriOf) -> ClusteringGroup:
+    """One clustering group over ``slices``: each slice with its base file and its log files (`SliceInfo`: full
+    paths, as Hudi writes them); its metrics count the base files' bytes and the log files' number and bytes."""
     total = sum(s.size for s in slices)
     mb = total / MB
     logs = [lf for s in slices for lf in s.log_files]
@@ -247,7 +249,7 @@ def plan_clustering(
         if not slices:
             continue
         for g in build_partition_groups(slices, policy, ranges, clustered_instants):
-            groups.append(_group_of(g, policy, uri_of))
+            groups.append(clustering_group(g, policy, uri_of))
             if len(groups) >= policy.max_num_groups:
                 break
         if len(groups) >= policy.max_num_groups:
