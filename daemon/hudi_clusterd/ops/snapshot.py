@@ -19,6 +19,7 @@ from datetime import datetime
 from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
 from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.instant import Action
+from hudi_clusterd.domain.log_file import LogFile
 from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.storage import FileInfo
@@ -44,7 +45,7 @@ class TableSnapshot:
         files = DataFiles(scanned.base_files, scanned.log_files)
         view = file_system_view(table.timeline_store, timeline, files, scanned.partitions, list(pending))
         return cls(table, timeline, view, pending, table.timeline_store.listed,
-                   _unsettled(table, timeline, view, scanned.base_files))
+                   _unsettled(table, timeline, view, [*scanned.base_files, *scanned.log_files]))
 
     @property
     def last_clustering(self) -> str | None:
@@ -98,9 +99,10 @@ class TableSnapshot:
 
 
 def _unsettled(table: HoodieTable, timeline: Timeline, view: FileSystemView,
-               files: Sequence[BaseFile]) -> frozenset[FileGroupId]:
-    """File groups whose newest committed file (by the completed instants' write stats) is not in ``files``."""
-    listed = {bf.relative_path for bf in files}
+               files: Sequence[BaseFile | LogFile]) -> frozenset[FileGroupId]:
+    """File groups whose newest committed file (by the completed instants' write stats: a base file, or the log
+    file a deltacommit appended to) is not in ``files``."""
+    listed = {f.relative_path for f in files}
     newest: dict[FileGroupId, tuple[str, str]] = {}
     for inst in timeline.commits().completed():
         for ws in table.timeline_store.commit_metadata(inst).write_stats():
