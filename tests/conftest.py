@@ -35,6 +35,21 @@ def golden_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def golden_mor_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every golden merge-on-read table (version 6 with parquet log blocks, version 9 with Avro ones), unzipped
+    once per session (read-only use: copy before writing)."""
+    src = require_shared("reference", "hudi-tables", "mor")
+    out = tmp_path_factory.mktemp("golden-mor")
+    for archive in sorted(src.glob("*/v*.zip")):
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(out)
+    shutil.rmtree(out / "__MACOSX", ignore_errors=True)
+    for junk in list(out.rglob("._*")) + list(out.rglob(".DS_Store")):
+        junk.unlink()
+    return out
+
+
 @pytest.fixture
 def golden_copy(golden_tables: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
     """Factory: a private, writable copy of one golden table; returns its base path."""

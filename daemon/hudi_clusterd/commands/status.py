@@ -73,7 +73,7 @@ def table_status(table: HoodieTable, small_file_limit: int = DEFAULT_SMALL_FILE_
     for sl in view.latest_file_slices():
         ps = parts.setdefault(sl.partition_path, PartitionStatus(sl.partition_path))
         ps.file_groups += 1
-        ps.base_files += 1
+        ps.base_files += int(sl.base_file is not None)
         ps.bytes += sl.size
         ps.small_files += int(sl.size < small_file_limit)
     status.partitions = sorted(parts.values(), key=lambda p: p.partition)

@@ -1,10 +1,11 @@
 """Has a plan's input moved since it was planned? One check, used when a plan is saved and when it commits.
 
 A plan requires, for each input file group, that the group still has the slice it was planned with as its latest
-committed slice, that no completed replacecommit replaced it, that no other pending clustering plan claims it,
-and (at commit) that no pending write is writing a new slice of it. `find_conflicts` checks these requirements
-against a fresh `FileSystemView`; each `Conflict` names the file group, the slice the plan expected and what is
-there now.
+committed slice, with the same log files (none for a slice planned without any, so that a log appended since,
+committed or not, wins), that no completed replacecommit replaced it, that no other pending clustering plan
+claims it, and (at commit) that no pending write is writing a new slice of it. `find_conflicts` checks these
+requirements against a fresh `FileSystemView`; each `Conflict` names the file group, the slice the plan expected
+and what is there now.
 """
 
 from __future__ import annotations
@@ -23,14 +24,17 @@ class ConflictKind(Enum):
     GONE = "was replaced or removed"
     CLAIMED = "is claimed by another clustering plan"
     BEING_WRITTEN = "is being written by a pending instant"
+    LOG_FILES = "has other log files than the plan read"
 
 
 @dataclass(frozen=True, slots=True)
 class SliceRequirement:
-    """A file group a plan rewrites, and the base instant of the slice it read."""
+    """A file group a plan rewrites, the base instant of the slice it read and the names of that slice's log
+    files."""
 
     group: FileGroupId
     base_instant: str
+    log_files: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +43,8 @@ class Conflict:
 
     requirement: SliceRequirement
     kind: ConflictKind
-    actual: str | None = None  # the latest slice's base instant now, or the instant claiming or writing the group
+    actual: str | None = None
+    """The latest slice's base instant now, the instant claiming or writing the group, or its log files now."""
 
     @property
     def group(self) -> FileGroupId:
@@ -51,6 +56,8 @@ class Conflict:
         planned = f"planned slice {self.requirement.base_instant}"
         if self.kind is ConflictKind.NEWER_SLICE:
             return f"{where} has a newer slice {self.actual} ({planned})"
+        if self.kind is ConflictKind.LOG_FILES:
+            return f"{where} {self.kind.value}: {self.actual or 'none'} ({planned})"
         if self.kind is ConflictKind.GONE:
             return f"{where} was replaced or removed ({planned})"
         return f"{where} {self.kind.value} {self.actual} ({planned})"
@@ -58,7 +65,8 @@ class Conflict:
 
 def requirements(plan: ClusteringPlan) -> tuple[SliceRequirement, ...]:
     """What ``plan`` needs to be still true when it is saved or committed."""
-    return tuple(SliceRequirement(s.group_id, s.base_instant) for g in plan.input_groups for s in g.slices)
+    return tuple(SliceRequirement(s.group_id, s.base_instant, s.log_file_names)
+                 for g in plan.input_groups for s in g.slices)
 
 
 def find_conflicts(required: Iterable[SliceRequirement], view: FileSystemView, *, own_instant: str | None = None,
@@ -76,6 +84,8 @@ def find_conflicts(required: Iterable[SliceRequirement], view: FileSystemView, *
             out.append(Conflict(req, ConflictKind.GONE))
         elif latest.base_instant != req.base_instant:
             out.append(Conflict(req, ConflictKind.NEWER_SLICE, latest.base_instant))
+        elif (logs := {lf.file_name for lf in view.log_files_from_latest(req.group)}) != req.log_files:
+            out.append(Conflict(req, ConflictKind.LOG_FILES, ", ".join(sorted(logs))))
         elif req.group in writes:
             out.append(Conflict(req, ConflictKind.BEING_WRITTEN, writes[req.group]))
     return out

@@ -1,7 +1,9 @@
-"""Base files, file slices and file groups of a copy-on-write table.
+"""Base files, file slices and file groups.
 
-A file group is identified by ``(partition_path, file_id)`` and nothing else. Each write that touches a group
-adds a file slice: a complete base file ``<fileId>_<writeToken>_<instantTime>.parquet``.
+A file group is identified by ``(partition_path, file_id)`` and nothing else. A file slice is the group's state
+as of one base instant: a base file ``<fileId>_<writeToken>_<instantTime>.parquet`` and, on a merge-on-read
+table, the log files appended to it (`domain.log_file`). A slice may have no base file: a group that only log
+files were written to, or the empty slice a pending compaction starts. Copy-on-write slices are base files only.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hudi_clusterd.domain.log_file import LogFile
 from hudi_clusterd.domain.paths import escape_reason
 
 FileGroupId = tuple[str, str]
@@ -89,29 +92,28 @@ def join_partition(partition_path: str, name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FileSlice:
-    """The state of a file group as of one base instant."""
+    """The state of a file group as of one base instant: its base file (None for a slice of log files only, or
+    a pending compaction's slice) and its log files in Hudi's log order."""
 
-    base_file: BaseFile
+    partition_path: str
+    file_id: str
+    base_instant: str
+    base_file: BaseFile | None = None
+    log_files: tuple[LogFile, ...] = ()
 
-    @property
-    def partition_path(self) -> str:
-        return self.base_file.partition_path
-
-    @property
-    def file_id(self) -> str:
-        return self.base_file.file_id
-
-    @property
-    def base_instant(self) -> str:
-        return self.base_file.instant_time
+    @classmethod
+    def of(cls, base_file: BaseFile) -> FileSlice:
+        """The slice of one base file and no log file."""
+        return cls(base_file.partition_path, base_file.file_id, base_file.instant_time, base_file)
 
     @property
     def group_id(self) -> FileGroupId:
-        return self.base_file.group_id
+        return (self.partition_path, self.file_id)
 
     @property
     def size(self) -> int:
-        return self.base_file.size
+        """The base file's size (0 without one), as Hudi's plan strategies count a slice."""
+        return self.base_file.size if self.base_file is not None else 0
 
 
 @dataclass(frozen=True, slots=True)

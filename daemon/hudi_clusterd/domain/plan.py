@@ -16,6 +16,7 @@ from typing import Any
 
 from hudi_clusterd.domain.file_group import BaseFile, FileGroupId, check_relative_path
 from hudi_clusterd.domain.instant import Instant
+from hudi_clusterd.domain.log_file import LogFileName
 from hudi_clusterd.domain.policy_keys import KEY_SPECS, ClusteringKey
 from hudi_clusterd.domain.row_order import CurveBuildMethod, LayoutStrategy
 from hudi_clusterd.errors import MetadataDecodeError, PlanError
@@ -32,7 +33,8 @@ METRIC_LOG_FILES = "TOTAL_LOG_FILES"
 
 @dataclass(frozen=True, slots=True)
 class SliceInfo:
-    """HoodieSliceInfo: one input file slice. ``data_file_path`` is the full base-file path with scheme."""
+    """HoodieSliceInfo: one input file slice. ``data_file_path`` is the full base-file path with scheme, ``""``
+    for a slice of log files only; ``delta_file_paths`` are its log files' full paths, in Hudi's log order."""
 
     file_id: str
     partition_path: str
@@ -41,20 +43,37 @@ class SliceInfo:
     bootstrap_file_path: str = ""
     version: int = 1
     base_instant: str = field(default="", compare=False)
-    """The slice's base instant, from the base file's name (not an Avro field)."""
+    """The slice's base instant, from the base file's name, or for a log-only slice from its first log file's
+    (not an Avro field)."""
 
     def __post_init__(self) -> None:
         try:
             check_relative_path(self.partition_path, "HoodieSliceInfo.partitionPath")
         except ValueError as e:
             raise MetadataDecodeError(str(e)) from None
-        if not self.base_instant:
-            parsed = BaseFile.parse(self.partition_path, self.file_name, 0)
-            if parsed is None or parsed.file_id != self.file_id:
+        logs = [LogFileName.parse(p.rsplit("/", 1)[-1]) for p in self.delta_file_paths]
+        for path, name in zip(self.delta_file_paths, logs, strict=True):
+            if name is None or name.file_id != self.file_id:
                 raise MetadataDecodeError(
-                    f"HoodieSliceInfo.dataFilePath {self.data_file_path!r} is not a base file of file group "
-                    f"{self.file_id!r} (expected <fileId>_<writeToken>_<instantTime>.parquet)")
-            object.__setattr__(self, "base_instant", parsed.instant_time)
+                    f"HoodieSliceInfo.deltaFilePaths {path!r} is not a log file of file group {self.file_id!r} "
+                    "(expected .<fileId>_<instant>.log.<version>_<writeToken>)")
+        if self.base_instant:
+            return
+        if not self.data_file_path and logs:
+            first = min((n for n in logs if n is not None), key=lambda n: n.sort_key)
+            object.__setattr__(self, "base_instant", first.base_instant)
+            return
+        parsed = BaseFile.parse(self.partition_path, self.file_name, 0)
+        if parsed is None or parsed.file_id != self.file_id:
+            raise MetadataDecodeError(
+                f"HoodieSliceInfo.dataFilePath {self.data_file_path!r} is not a base file of file group "
+                f"{self.file_id!r} (expected <fileId>_<writeToken>_<instantTime>.parquet, or empty with log files)")
+        object.__setattr__(self, "base_instant", parsed.instant_time)
+
+    @property
+    def log_file_names(self) -> frozenset[str]:
+        """The names of the slice's log files."""
+        return frozenset(p.rsplit("/", 1)[-1] for p in self.delta_file_paths)
 
     @property
     def group_id(self) -> FileGroupId:

@@ -5,8 +5,9 @@ The rules, as Hudi 0.14/0.15 apply them, and one step beyond:
 - Trigger: completed commits since the last clustering (a completed or pending CLUSTER replacecommit) must reach
   ``hoodie.clustering.async.max.commits``; ``force`` skips this check.
 - Eligibility: the latest committed slice of each live file group, base file smaller than
-  ``small.file.limit``, group not in a pending clustering plan (a copy-on-write table has neither log files nor
-  compaction plans).
+  ``small.file.limit``, group not in a pending clustering, compaction or log compaction plan.
+  Narrower than Hudi on merge-on-read tables: a slice without a base file, or with any log file (committed or
+  not, in the latest slice or a newer one), is left out, so a plan rewrites base files only.
   Beyond Hudi: groups the caller names as hot (updated by the latest upserts) are left out too, so a plan does
   not claim groups that ingestion keeps rewriting (ingestion wins conflicts, which would drop the plan).
 - Grouping, per partition (size-based strategy): largest first, groups up to ``max.bytes.per.group``,
@@ -28,6 +29,7 @@ from typing import Any
 from hudi_clusterd.domain.binpack import output_groups, pack_largest_first
 from hudi_clusterd.domain.file_group import BaseFile, FileGroupId, FileSlice
 from hudi_clusterd.domain.fs_view import FileSystemView
+from hudi_clusterd.domain.log_file import LogFile
 from hudi_clusterd.domain.partition_filter import select_partitions
 from hudi_clusterd.domain.plan import (
     METRIC_IO_MB,
@@ -58,6 +60,8 @@ def scheduled_by_us(plan: ClusteringPlan) -> bool:
 ColumnRange = tuple[Any, Any]
 """(min, max) of one column in one base file; None when the column holds only nulls."""
 RangeLookup = Callable[[BaseFile], ColumnRange | None]
+UriOf = Callable[[BaseFile | LogFile], str]
+"""A data file's full path with scheme, as Hudi records it in a plan."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +104,7 @@ def eligible_slices(
     view: FileSystemView, partitions: Sequence[str], policy: ClusteringPolicy, skipped: dict[str, int],
     hot_groups: Collection[FileGroupId] = (), unsettled_groups: Collection[FileGroupId] = (),
 ) -> dict[str, list[FileSlice]]:
-    """Latest committed, small, unclaimed, not hot and settled slices per partition."""
+    """Latest committed, small, unclaimed, base-file-only, not hot and settled slices per partition."""
     out: dict[str, list[FileSlice]] = {}
     wanted = set(partitions)
     hot = set(hot_groups)
@@ -112,6 +116,10 @@ def eligible_slices(
             skipped["not small"] = skipped.get("not small", 0) + 1
         elif view.is_pending_clustering(sl.group_id):
             skipped["in a pending clustering plan"] = skipped.get("in a pending clustering plan", 0) + 1
+        elif view.is_pending_compaction(sl.group_id):
+            skipped["in a pending compaction plan"] = skipped.get("in a pending compaction plan", 0) + 1
+        elif sl.base_file is None or view.log_files_from_latest(sl.group_id):
+            skipped["has log files"] = skipped.get("has log files", 0) + 1
         elif sl.group_id in hot:
             skipped["recently updated (hot)"] = skipped.get("recently updated (hot)", 0) + 1
         elif sl.group_id in unsettled:
@@ -128,7 +136,7 @@ def _overlap_groups(slices: list[FileSlice], ranges: RangeLookup, max_bytes: int
     ranged: list[tuple[Any, Any, FileSlice]] = []
     unranged: list[FileSlice] = []
     for sl in slices:
-        r = ranges(sl.base_file)
+        r = ranges(sl.base_file) if sl.base_file is not None else None
         if r is None or r[0] is None or r[1] is None:
             unranged.append(sl)
         else:
@@ -191,14 +199,18 @@ def build_partition_groups(
     return kept
 
 
-def _group_of(slices: list[FileSlice], policy: ClusteringPolicy, uri_of: Callable[[BaseFile], str]) -> ClusteringGroup:
+def clustering_group(slices: list[FileSlice], policy: ClusteringPolicy, uri_of: UriOf) -> ClusteringGroup:
+    """One clustering group over ``slices``: each slice with its base file and its log files (`SliceInfo`: full
+    paths, as Hudi writes them); its metrics count the base files' bytes and the log files' number and bytes."""
     total = sum(s.size for s in slices)
     mb = total / MB
+    logs = [lf for s in slices for lf in s.log_files]
     metrics = {METRIC_IO_READ_MB: mb, METRIC_IO_WRITE_MB: mb, METRIC_IO_MB: 2 * mb,
-               METRIC_LOG_FILES_SIZE: 0.0, METRIC_LOG_FILES: 0.0}
+               METRIC_LOG_FILES_SIZE: float(sum(lf.size for lf in logs)), METRIC_LOG_FILES: float(len(logs))}
     n_out = 1 if policy.plan_strategy is PlanStrategy.SINGLE_FILE_SORT else \
         output_groups(total, policy.target_file_max_bytes)
-    infos = tuple(SliceInfo(s.file_id, s.partition_path, uri_of(s.base_file), base_instant=s.base_instant)
+    infos = tuple(SliceInfo(s.file_id, s.partition_path, "" if s.base_file is None else uri_of(s.base_file),
+                            tuple(uri_of(lf) for lf in s.log_files), base_instant=s.base_instant)
                   for s in slices)
     return ClusteringGroup(infos, n_out, metrics)
 
@@ -207,7 +219,7 @@ def plan_clustering(
     view: FileSystemView,
     policy: ClusteringPolicy,
     now: datetime,
-    uri_of: Callable[[BaseFile], str],
+    uri_of: UriOf,
     *,
     ranges: RangeLookup | None = None,
     clustered_instants: Collection[str] = (),
@@ -216,7 +228,8 @@ def plan_clustering(
 ) -> PlanningResult:
     """Build a clustering plan over ``view`` (the trigger is checked by the caller).
 
-    ``uri_of`` gives a base file's full path with scheme (what Hudi records in ``dataFilePath``); ``ranges``
+    ``uri_of`` gives a data file's full path with scheme (what Hudi records in ``dataFilePath`` and
+    ``deltaFilePaths``); ``ranges``
     gives the leading sort column's (min, max) per base file, from parquet footers; ``clustered_instants`` are
     the times of completed clustering instants (their single files are not rewritten alone); ``hot_groups`` are
     file groups recent upserts updated, and ``unsettled_groups`` those whose newest slice the listing missed, both
@@ -236,7 +249,7 @@ def plan_clustering(
         if not slices:
             continue
         for g in build_partition_groups(slices, policy, ranges, clustered_instants):
-            groups.append(_group_of(g, policy, uri_of))
+            groups.append(clustering_group(g, policy, uri_of))
             if len(groups) >= policy.max_num_groups:
                 break
         if len(groups) >= policy.max_num_groups:

@@ -29,6 +29,8 @@ from hudi_clusterd.domain.instant import (
     instant_file_name,
     parse_instant_file_name,
 )
+from hudi_clusterd.domain.slicing import BY_NAME, ByCompletionTime, LogSlicing
+from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import TimelineError
 
 META_FOLDER = ".hoodie"
@@ -88,6 +90,15 @@ class TimelineLayout:
         if not self.records_completion_time:
             return None
         return {i.time: i.completion_time for i in instants if i.is_completed and i.completion_time}
+
+    def log_slicing(self, timeline: Timeline) -> LogSlicing:
+        """How a log file joins a file slice on this layout (`domain.slicing`): by the base instant in its name
+        on layout 1 (table version 6); by its deltacommit's completion time on layout 2 (versions 8 and 9)."""
+        completion = self.completion_times(timeline.instants)
+        if completion is None:
+            return BY_NAME
+        first = timeline.writes().first
+        return ByCompletionTime(completion, first.time if first else None)
 
     @property
     def max_pending_s(self) -> float | None:

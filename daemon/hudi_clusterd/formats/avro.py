@@ -30,6 +30,7 @@ import fastavro
 from fastavro import schemaless_writer
 
 from hudi_clusterd.domain.commit import CommitMetadata
+from hudi_clusterd.domain.compaction import CompactionPlan
 from hudi_clusterd.domain.plan import RequestedReplaceMetadata
 from hudi_clusterd.errors import MetadataDecodeError
 
@@ -194,6 +195,22 @@ def decode_requested_replace(data: bytes, source: str) -> RequestedReplaceMetada
         return RequestedReplaceMetadata.from_avro(record)
     except (TypeError, ValueError, AttributeError, OverflowError, MetadataDecodeError) as e:
         raise MetadataDecodeError(f"{source}: not a HoodieRequestedReplaceMetadata record ({e})") from e
+
+
+def decode_compaction_plan(data: bytes, source: str) -> CompactionPlan:
+    """Decode ``<T>.compaction.requested`` or ``<T>.logcompaction.requested`` (HoodieCompactionPlan, read with the
+    writer schema it embeds); ``MetadataDecodeError`` naming ``source`` for anything else, an empty file
+    included."""
+    if not data:
+        raise MetadataDecodeError(f"{source}: empty compaction plan")
+    name, record = _read_ocf(data, source)
+    if name != "HoodieCompactionPlan":
+        raise MetadataDecodeError(f"{source}: expected a HoodieCompactionPlan Avro record, found "
+                                  f"{name or 'an unnamed schema'}")
+    try:
+        return CompactionPlan.from_avro(record)
+    except (TypeError, ValueError, AttributeError, OverflowError, MetadataDecodeError) as e:
+        raise MetadataDecodeError(f"{source}: not a HoodieCompactionPlan record ({e})") from e
 
 
 def encode_requested_replace_v2(meta: RequestedReplaceMetadata) -> bytes:

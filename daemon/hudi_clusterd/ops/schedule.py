@@ -43,8 +43,9 @@ from hudi_clusterd.domain.sort_columns import avro_column_kinds, sort_column_pro
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import ConfigError, InstantCollisionError
 from hudi_clusterd.ops.ownership import Claim, Ownership
-from hudi_clusterd.ops.snapshot import Listing, TableSnapshot
+from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.table.hoodie_table import HoodieTable
+from hudi_clusterd.table.listing import Listing
 
 log = structlog.get_logger(__name__)
 

@@ -17,15 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from hudi_clusterd.domain.file_group import BaseFile, FileGroupId
-from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering
+from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.instant import Action
+from hudi_clusterd.domain.log_file import LogFile
 from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.storage import FileInfo
 from hudi_clusterd.table.hoodie_table import HoodieTable
-
-Listing = tuple[list[str], list[BaseFile]]
-"""Partition paths and their base files, from `HoodieTable.scan_files`."""
+from hudi_clusterd.table.listing import DataFiles, Listing, file_system_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +39,13 @@ class TableSnapshot:
     @classmethod
     def load(cls, table: HoodieTable, listing: Listing | None = None) -> TableSnapshot:
         """List the table (unless ``listing`` is given), then its timeline; see the module docstring."""
-        partitions, files = listing if listing is not None else table.scan_files()
+        scanned = listing if listing is not None else table.scan_files()
         timeline = table.timeline()
         pending = tuple(table.pending_clustering_plans(timeline))
-        view = FileSystemView(timeline, files, table.replaced_groups(timeline),
-                              PendingClustering.from_plans((p.time, p.plan.group_ids()) for p in pending),
-                              partitions)
+        files = DataFiles(scanned.base_files, scanned.log_files)
+        view = file_system_view(table.timeline_store, timeline, files, scanned.partitions, list(pending))
         return cls(table, timeline, view, pending, table.timeline_store.listed,
-                   _unsettled(table, timeline, view, files))
+                   _unsettled(table, timeline, view, [*scanned.base_files, *scanned.log_files]))
 
     @property
     def last_clustering(self) -> str | None:
@@ -87,7 +85,8 @@ class TableSnapshot:
         for gid, name in plan_slices:
             group = self.view.file_group(gid)
             found = None if group is None else next(
-                (sl.base_file for sl in group.slices if sl.base_file.file_name == name), None)
+                (sl.base_file for sl in group.slices if sl.base_file is not None and sl.base_file.file_name == name),
+                None)
             out.append(found)
         return out
 
@@ -100,9 +99,10 @@ class TableSnapshot:
 
 
 def _unsettled(table: HoodieTable, timeline: Timeline, view: FileSystemView,
-               files: Sequence[BaseFile]) -> frozenset[FileGroupId]:
-    """File groups whose newest committed file (by the completed instants' write stats) is not in ``files``."""
-    listed = {bf.relative_path for bf in files}
+               files: Sequence[BaseFile | LogFile]) -> frozenset[FileGroupId]:
+    """File groups whose newest committed file (by the completed instants' write stats: a base file, or the log
+    file a deltacommit appended to) is not in ``files``."""
+    listed = {f.relative_path for f in files}
     newest: dict[FileGroupId, tuple[str, str]] = {}
     for inst in timeline.commits().completed():
         for ws in table.timeline_store.commit_metadata(inst).write_stats():

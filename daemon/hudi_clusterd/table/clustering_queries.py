@@ -15,8 +15,8 @@ from hudi_clusterd.table.timeline_store import TimelineStore
 def pending_clustering_plans(store: TimelineStore, timeline: Timeline) -> list[PendingPlan]:
     """Pending (requested or inflight) replacecommits whose requested file is a clustering plan.
 
-    Every slice's base file must lie inside the table, in the slice's partition; a plan naming any other
-    path is refused (``MetadataDecodeError`` naming its file): ``hudi-clusterd rollback --purge`` removes it."""
+    Every slice's base file and log files must lie inside the table, in the slice's partition; a plan naming any
+    other path is refused (``MetadataDecodeError`` naming its file): ``hudi-clusterd rollback --purge`` removes it."""
     out: list[PendingPlan] = []
     for inst in timeline.replaces().pending():
         meta = store.requested_replace(inst.time)
@@ -29,12 +29,17 @@ def pending_clustering_plans(store: TimelineStore, timeline: Timeline) -> list[P
 def _check_plan_paths(store: TimelineStore, inst: Instant, plan: ClusteringPlan) -> None:
     storage: Storage = store.storage
     for s in (s for g in plan.input_groups for s in g.slices):
-        try:
-            rel = storage.rel_from_uri(s.data_file_path)
-            wrong = "" if rel == join_partition(s.partition_path, s.file_name) else (
-                f"names base file {s.data_file_path!r}, which is not in the table's partition {s.partition_path!r}")
-        except StorageError as e:
-            wrong = str(e)
+        paths = ([("base", s.data_file_path)] if s.data_file_path else []) + [("log", p) for p in s.delta_file_paths]
+        wrong = ""
+        for kind, path in paths:
+            try:
+                rel = storage.rel_from_uri(path)
+                if rel != join_partition(s.partition_path, path.rsplit("/", 1)[-1]):
+                    wrong = f"names {kind} file {path!r}, which is not in the table's partition {s.partition_path!r}"
+            except StorageError as e:
+                wrong = str(e)
+            if wrong:
+                break
         if wrong:
             source = storage.full_path(store.path(inst.with_state(State.REQUESTED)))
             raise MetadataDecodeError(f"{source}: slice {s.file_id}: {wrong}; the plan is refused (remove it with "

@@ -2,8 +2,8 @@
 
 `HoodieTable` is the handle the rest of the daemon holds; its work is done by the modules it delegates to:
 ``properties`` (opening, creating, checking), ``instant_times`` (new instant times from an injected `Clock`),
-``clustering_queries`` (pending plans, last clustering, latest schema) and ``listing`` (partitions, base files,
-the file-system view).
+``clustering_queries`` (pending plans, last clustering, latest schema) and ``listing`` (partitions, base and log
+files, pending compactions, the file-system view).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import structlog
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.fs_view import FileSystemView, ReplacedGroups
 from hudi_clusterd.domain.instant import Instant
+from hudi_clusterd.domain.log_file import LogFile
 from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
@@ -41,7 +42,7 @@ __all__ = ["PROPERTIES_FILE", "HoodieTable", "timeline_folder"]
 
 
 class HoodieTable:
-    """One copy-on-write table (version 6, 8 or 9)."""
+    """One table (version 6, 8 or 9)."""
 
     def __init__(self, storage: Storage, config: TableConfig, *, lock_provider: LockProvider | None = None,
                  clock: Clock = SYSTEM_CLOCK) -> None:
@@ -221,31 +222,33 @@ class HoodieTable:
 
     # --- listing and the file-system view ---------------------------------------------------------------------
 
-    def scan_files(self) -> tuple[list[str], list[BaseFile]]:
-        """One walk of the table: its partition paths and their base files (`listing.scan_files`)."""
+    def scan_files(self) -> listing.Listing:
+        """One walk of the table: its partition paths and their base and log files (`listing.scan_files`)."""
         return listing.scan_files(self.storage)
 
     def list_base_files(self, partitions: list[str] | None = None) -> list[BaseFile]:
         """Base files of the given partitions (each listed once), or of the whole table."""
         if partitions is None:
-            return self.scan_files()[1]
-        return listing.list_base_files(self.storage, partitions)
+            return self.scan_files().base_files
+        return listing.list_data_files(self.storage, partitions).base_files
 
     def replaced_groups(self, timeline: Timeline) -> ReplacedGroups:
         return listing.replaced_groups(self.timeline_store, timeline)
 
-    def file_system_view(self, timeline: Timeline | None = None, base_files: list[BaseFile] | None = None,
+    def file_system_view(self, timeline: Timeline | None = None, files: listing.DataFiles | None = None,
                          partitions: list[str] | None = None) -> FileSystemView:
-        """The view of ``timeline`` (listed when None) over ``base_files`` of ``partitions`` (the whole table,
-        listed in one walk, when both are None)."""
+        """The view of ``timeline`` (listed when None) over ``files`` of ``partitions`` (listed when None; the
+        whole table, in one walk, when both are None)."""
         timeline = self._or_load(timeline)
-        if base_files is None:
+        if files is None:
             if partitions is None:
-                partitions, base_files = self.scan_files()
+                scanned = self.scan_files()
+                partitions, files = scanned.partitions, listing.DataFiles(scanned.base_files, scanned.log_files)
             else:
-                base_files = self.list_base_files(partitions)
-        return listing.file_system_view(self.timeline_store, timeline, base_files, partitions,
+                files = listing.list_data_files(self.storage, partitions)
+        return listing.file_system_view(self.timeline_store, timeline, files, partitions,
                                         self.pending_clustering_plans(timeline))
 
-    def base_file_uri(self, bf: BaseFile) -> str:
-        return self.storage.uri(bf.relative_path)
+    def base_file_uri(self, file: BaseFile | LogFile) -> str:
+        """A base or log file's full path with scheme, as plans record it."""
+        return self.storage.uri(file.relative_path)

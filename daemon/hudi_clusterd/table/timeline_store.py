@@ -16,12 +16,13 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from hudi_clusterd.domain.commit import CommitMetadata
+from hudi_clusterd.domain.compaction import CompactionPlan
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.plan import RequestedReplaceMetadata
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.domain.timeline_layout import LAYOUT_1, META_FOLDER, TimelineLayout
 from hudi_clusterd.errors import TimelineError
-from hudi_clusterd.formats.avro import decode_requested_replace
+from hudi_clusterd.formats.avro import decode_compaction_plan, decode_requested_replace
 from hudi_clusterd.formats.timeline import serde_of
 from hudi_clusterd.storage import FileInfo, Storage
 
@@ -182,6 +183,17 @@ class TimelineStore:
             self._store(name, "requested", meta if meta is not None else _EMPTY)
             return meta
         return None
+
+    def compaction_plan(self, instant: Instant) -> CompactionPlan:
+        """The decoded plan of a compaction or log compaction (its requested file)."""
+        name = self._layout.file_name(instant.with_state(State.REQUESTED))
+        hit = self._cached(name, "compaction")
+        if isinstance(hit, CompactionPlan):
+            return hit
+        path = f"{self.folder}/{name}"
+        plan = decode_compaction_plan(self.storage.read_bytes(path), self.storage.full_path(path))
+        self._store(name, "compaction", plan)
+        return plan
 
     def create(self, instant: Instant, data: bytes = b"") -> Instant:
         """Create one state file; refuses to overwrite and checks the previous state exists. A completed instant

@@ -131,7 +131,8 @@ def small_file_capacity(view: FileSystemView, partitions: list[str], small_file_
     out: dict[str, list[tuple[BaseFile, int]]] = {}
     for p in partitions:
         for sl in view.latest_file_slices(p):
-            if sl.size >= small_file_limit or view.is_pending_clustering(sl.group_id) or sl.group_id in exclude:
+            if sl.base_file is None or sl.size >= small_file_limit or view.is_pending_clustering(sl.group_id) \
+                    or sl.group_id in exclude:
                 continue
             room = (max_file_bytes - sl.size) // record_bytes
             if room > 0:
