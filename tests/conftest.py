@@ -20,19 +20,23 @@ from tests.support import require_shared
 use_archive(os.environ)
 
 
-@pytest.fixture(scope="session")
-def golden_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every golden copy-on-write table (versions 6, 8 and 9), unzipped once per session (read-only use: copy
-    before writing)."""
-    src = require_shared("reference", "hudi-tables", "cow")
-    out = tmp_path_factory.mktemp("golden")
-    for archive in sorted(src.glob("v*.zip")):
+def _unzipped(archives: list[Path], out: Path) -> Path:
+    """``archives`` extracted into ``out``, without the macOS side files some of them carry."""
+    for archive in archives:
         with zipfile.ZipFile(archive) as zf:
             zf.extractall(out)
     shutil.rmtree(out / "__MACOSX", ignore_errors=True)
     for junk in list(out.rglob("._*")) + list(out.rglob(".DS_Store")):
         junk.unlink()
     return out
+
+
+@pytest.fixture(scope="session")
+def golden_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every golden copy-on-write table (versions 6, 8 and 9), unzipped once per session (read-only use: copy
+    before writing)."""
+    src = require_shared("reference", "hudi-tables", "cow")
+    return _unzipped(sorted(src.glob("v*.zip")), tmp_path_factory.mktemp("golden"))
 
 
 @pytest.fixture(scope="session")
@@ -40,14 +44,7 @@ def golden_mor_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every golden merge-on-read table (version 6 with parquet log blocks, version 9 with Avro ones), unzipped
     once per session (read-only use: copy before writing)."""
     src = require_shared("reference", "hudi-tables", "mor")
-    out = tmp_path_factory.mktemp("golden-mor")
-    for archive in sorted(src.glob("*/v*.zip")):
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(out)
-    shutil.rmtree(out / "__MACOSX", ignore_errors=True)
-    for junk in list(out.rglob("._*")) + list(out.rglob(".DS_Store")):
-        junk.unlink()
-    return out
+    return _unzipped(sorted(src.glob("*/v*.zip")), tmp_path_factory.mktemp("golden-mor"))
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ and our merge of each compaction plan's base and log files equals, value for val
 from __future__ import annotations
 
 import re
-import shutil
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -30,25 +28,16 @@ from hudi_clusterd.formats.log import (
     scan_log_file,
 )
 from hudi_clusterd.formats.log.block import BlockType
-from tests.support import require_shared
 
 G6 = "v6_simplekeygen_nonhivestyle_overwritetable"
 G6_FIRST, G6_SECOND = "20250121000647668", "20250121000656060"
 COMPLETED = re.compile(r"(\d+)_\d+\.[a-z]+")  # a completed instant's file name on timeline layout 2
 
 
-@pytest.fixture(scope="module")
-def mor_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The golden MOR tables, unzipped once per module (read only)."""
-    src = require_shared("reference", "hudi-tables", "mor")
-    out = tmp_path_factory.mktemp("golden_mor")
-    for archive in sorted(src.glob("*/v*.zip")):
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(out)
-    shutil.rmtree(out / "__MACOSX", ignore_errors=True)
-    for junk in list(out.rglob("._*")) + list(out.rglob(".DS_Store")):
-        junk.unlink()
-    return out
+@pytest.fixture
+def mor_tables(golden_mor_tables: Path) -> Path:
+    """The golden MOR tables (read only)."""
+    return golden_mor_tables
 
 
 def _data_logs(table: Path) -> list[Path]:
