@@ -18,7 +18,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 import structlog
 
@@ -28,12 +28,27 @@ from hudi_clusterd.retry import NO_RETRY, RetryPolicy
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["LeaseBase", "Unanswered", "polling"]
+__all__ = ["Held", "LeaseBase", "Unanswered", "keep_trying", "polling"]
+
+T = TypeVar("T")
 
 
 class Unanswered(Exception):
     """A request to the lock service that it did not answer (a lost connection, a timeout, throttling): worth
     the same request again."""
+
+
+class Held(Exception):
+    """One attempt to take the lock did not: held by whom, or why (tried again until the wait ends)."""
+
+
+def keep_trying(attempt: Callable[[], T], policy: RetryPolicy, timed_out: Callable[[str], str]) -> T:
+    """``attempt()``, made again under ``policy`` while it raises `Held`; then `LockError` with the message
+    ``timed_out`` makes of the last `Held`'s."""
+    try:
+        return policy.call(attempt, retry_on=lambda e: isinstance(e, Held))
+    except Held as e:
+        raise LockError(timed_out(str(e))) from None
 
 
 def polling(deadline_s: float, first_s: float, cap_s: float | None = None, *,
