@@ -1,31 +1,13 @@
-"""The file-system lock provider: the lock files Apache Hudi's ``FileSystemBasedLockProvider`` uses, held with an
-owner.
+"""The file-system lock provider: the lock files of Apache Hudi's ``FileSystemBasedLockProvider``, held with an
+owner; docs/lock.md gives the rules.
 
-Hudi's writers lock a table by creating ``<hoodie.write.lock.filesystem.path>/lock`` (default ``.hoodie/lock``);
-its utilities, Spark SQL procedures and Flink use ``.hoodie/.aux/lock`` instead. The daemon creates both (in that
-order, each atomically, create-if-absent) so that it excludes every one of them, and writes JSON naming itself
-as the owner.
-
-Rules that keep Hudi's writers and the daemon from both entering the critical section:
-
-- A lock file the daemon did not write is Hudi's. It is never taken over, except when it is older than the
-  writers' own expiry (``hoodie.write.lock.filesystem.expire`` minutes for the main file, 0 = never, Hudi's
-  default; one minute for ``.hoodie/.aux/lock``, as Hudi's utilities set it): exactly when Hudi itself would
-  delete it.
-- A lock file of another daemon lease (another process, or another handle of this one) is kept fresh by that
-  lease's heartbeat; one whose modification time is older than ``stale_s`` belongs to a dead holder and is taken
-  over (renamed away, which one contender wins, then created afresh). The heartbeat runs often enough that
-  Hudi's expiry never fires on a live holder. A take-over moves only the file it judged: the file renamed away is
-  checked to be that version (inode, modification time, size), and one created meanwhile by a live holder is put
-  back.
-- Hudi's provider is best-effort: a Hudi 0.15 write client that failed to get the lock deletes the lock file on
-  close, whoever holds it. So the holder re-checks that every file still names it right before each timeline
-  write (:meth:`FileLease.verify`, called by :class:`~hudi_clusterd.table.timeline_store.TimelineStore`) and
-  stops with ``LockError`` when it does not.
-
-Only local file systems create a file atomically through this process's storage layer; other storage (HDFS
-included: its create-if-absent here is a check and then a write) is refused with a clear error, and so are object
-stores, which create atomically but cannot rename (and where Hudi's writers refuse this provider).
+The daemon creates ``<hoodie.write.lock.filesystem.path>/lock`` (default ``.hoodie/lock``, Hudi's writers') and
+``.hoodie/.aux/lock`` (Hudi's utilities, SQL procedures and Flink), in that order, each create-if-absent, as JSON
+naming it. A Hudi writer's file is taken over only past the writers' own expiry; another daemon lease's file, kept
+fresh by its heartbeat, once older than ``stale_s``. A take-over renames away only the version it judged dead (a
+file created meanwhile is put back). Because Hudi's provider may delete a file it does not hold,
+:meth:`FileLease.verify` re-reads every file before each timeline write. Only local file systems are supported
+(atomic create and rename); other storages are refused.
 """
 
 from __future__ import annotations
@@ -38,8 +20,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -48,7 +29,7 @@ import structlog
 from hudi_clusterd.domain.keys import Key, KeyReader, at_least
 from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import LockError, StorageError
-from hudi_clusterd.lock.lease import LeaseBase, Unanswered, polling
+from hudi_clusterd.lock.lease import Held, LeaseBase, Unanswered, keep_trying, polling
 from hudi_clusterd.lock.provider import LocalMutexes, take_mutex
 from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.storage import PutMode, Storage, open_storage
@@ -194,24 +175,15 @@ class FileSystemLockProvider:
         take_mutex(self._mutex, timeout, self.files[0].full_path)
         lease = FileLease(self, self._mutex)
         try:
-            waiting.call(lease.try_create_all, retry_on=lambda e: isinstance(e, _Held))
-        except _Held:
-            lease.release()
-            raise LockError(self._timeout_message(timeout)) from None
+            keep_trying(lease.try_create_all, waiting, lambda _: self._timeout_message(timeout))
         except BaseException:
             lease.release()
             raise
         lease.start()
         return lease
 
-    @contextmanager
-    def held(self, timeout_s: float | None = None) -> Iterator[FileLease]:
-        """Hold the lock for the ``with`` block."""
-        lease = self.acquire(timeout_s)
-        try:
-            yield lease
-        finally:
-            lease.release()
+    held = acquire
+    """``with provider.held() as lease:`` holds the lock for the block (a lease releases on leaving it)."""
 
     def take_over_if_dead(self, f: LockFile) -> bool:
         """Move away a lock file whose holder is dead: ours unrefreshed for ``stale_s``, Hudi's past its expiry.
@@ -263,10 +235,6 @@ class FileSystemLockProvider:
                 f"{holder or 'unknown'}{hint}")
 
 
-class _Held(Exception):
-    """A lock file is held by someone else."""
-
-
 class FileLease(LeaseBase):
     """One holding of the lock files: names its owner in them and keeps them fresh with a heartbeat thread."""
 
@@ -301,7 +269,7 @@ class FileLease(LeaseBase):
 
     def try_create_all(self) -> None:
         """Create every lock file in order; on a file held by someone else, give back the ones created, take that
-        one over if its holder is dead, and raise `_Held`."""
+        one over if its holder is dead, and raise `Held`."""
         for f in self.provider.files:
             if self._try_create(f):
                 self._files.append(f)
@@ -310,7 +278,7 @@ class FileLease(LeaseBase):
             if self.provider.take_over_if_dead(f) and not self._took_over:
                 self._took_over = True  # one take-over of the lock, whatever number of its files it moved
                 self.stats.add_takeover()
-            raise _Held(f.full_path)
+            raise Held(f.full_path)
 
     # --- the protocol's steps --------------------------------------------------------------------------------
 
