@@ -25,17 +25,10 @@ log = structlog.get_logger(__name__)
 
 ZOOKEEPER_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
 IMPLICIT_ZOOKEEPER_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedImplicitBasePathLockProvider"
-
-
 IMPLICIT_ROOT = "/tmp/"
 IMPLICIT_LOCK_KEY = "lock_key"
 """The implicit provider's lock key: this literal text, whatever ``hoodie.write.lock.zookeeper.lock_key`` says."""
 DEFAULT_APP_ID = "hudi-clusterd"
-
-
-
-def _text(raw: str) -> str:
-    return raw.strip()
 
 
 def _connect_string(raw: str) -> str:
@@ -59,7 +52,7 @@ URL = Key("hoodie.write.lock.zookeeper.url", None, _connect_string, (
     "ZooKeeper lock: the writers' connect string, host:port[,host:port][/chroot], used as is (required)."))
 PORT = Key("hoodie.write.lock.zookeeper.port", None, optional_text, (
     f"Ignored by Apache Hudi and by the daemon (a warning says so): put the port in {URL.name}."))
-BASE_PATH = Key("hoodie.write.lock.zookeeper.base_path", None, _text, (
+BASE_PATH = Key("hoodie.write.lock.zookeeper.base_path", None, str.strip, (
     "ZookeeperBasedLockProvider: the ZooKeeper path under which the writers lock (required); the lock is "
     "<base_path>/<lock_key>."))
 LOCK_KEY = Key("hoodie.write.lock.zookeeper.lock_key", None, optional_text, (
