@@ -1,9 +1,8 @@
-"""The table lock that every writer of a table shares: the seam every lock implements (:mod:`.provider`), the
-lease they share (:mod:`.lease`), the locks themselves (:mod:`.file`, :mod:`.storage_lock`, :mod:`.zookeeper`,
-:mod:`.dynamodb`), their keys (:mod:`.file`, :mod:`.storage_lock_format`, :mod:`.zookeeper_options`,
-:mod:`.dynamodb_config`, :mod:`.table_keys`) and the registry that picks one from the table's
-``hoodie.write.lock.*`` keys (:mod:`.registry`). The ZooKeeper and DynamoDB providers are imported from their
-modules, and only for a table whose lock they are (they import kazoo and boto3)."""
+"""The table lock that every writer of a table shares: the seam (:mod:`.provider`), the lease base
+(:mod:`.lease`), the locks (:mod:`.file`, :mod:`.storage_lock`, :mod:`.zookeeper`, :mod:`.dynamodb`) with their
+keys, and the registry that picks one from the table's ``hoodie.write.lock.*`` keys (:mod:`.registry`). The
+ZooKeeper and DynamoDB providers are imported only for a table whose lock they are (they import kazoo and boto3).
+"""
 
 from hudi_clusterd.lock.file import AUX_LOCK_FILE, LOCK_FILE, FileLease, FileSystemLockProvider, LockOptions
 from hudi_clusterd.lock.provider import Lease, LocalMutexes, LockProvider

@@ -70,7 +70,7 @@ class DynamoDBLockProvider:
                  safety_margin_s: float | None = None, client: Any | None = None) -> None:
         self.config = config
         self.storage = storage
-        self._timeout_s = timeout_s
+        self.timeout_s = timeout_s
         self.clock = clock
         self.sleep = sleep
         self.poll_s = poll_s
@@ -92,10 +92,6 @@ class DynamoDBLockProvider:
         self._key: str | None = None
         self._table_ready = False
         self._seen: tuple[str, str, float] | None = None  # the key and RVN of a held item, and since when seen
-
-    @property
-    def timeout_s(self) -> float:
-        return self._timeout_s
 
     @property
     def partition_key(self) -> str:

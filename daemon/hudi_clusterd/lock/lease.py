@@ -124,9 +124,10 @@ class LeaseBase(ABC):
             self._thread = threading.Thread(target=self._beat, name="table-lock-heartbeat", daemon=True)
             self._thread.start()
 
-    def lose(self, reason: str) -> LockError:
+    def lose(self, reason: str, *, taken: bool = False) -> LockError:
         """Mark the lease lost for good (the first reason stays; counted and logged once) and return the error
-        that says so."""
+        that says so; ``taken``: another writer has the lock now, and the release leaves it alone."""
+        self.taken = self.taken or taken
         with self._state:
             first = self._lost is None
             if first:

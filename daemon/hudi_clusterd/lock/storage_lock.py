@@ -78,17 +78,13 @@ class StorageLockProvider:
                             f"timeout ({timeout_s:g}s) must be >= 0")
         self.validity_s = validity_s
         self.renew_interval_s = renew_interval_s
-        self._timeout_s = timeout_s
+        self.timeout_s = timeout_s
         self.clock = clock
         self.elapsed = elapsed
         self.retry_interval_s = retry_interval_s
         self.release_retry = release_retry
         self.stats = LockStats()
         self.mutex = (mutexes or LocalMutexes()).for_key(self.full_path)
-
-    @property
-    def timeout_s(self) -> float:
-        return self._timeout_s
 
     @property
     def lease_limit_s(self) -> float:
@@ -270,12 +266,10 @@ class StorageLease(LeaseBase):
         try:
             self._write(data, started)
         except PreconditionFailed:
-            self.taken = True
-            self.lose("another writer changed or removed the lock file")
+            self.lose("another writer changed or removed the lock file", taken=True)
             return False
         except LockError as e:  # the file is no lock any more
-            self.taken = True
-            self.lose(str(e))
+            self.lose(str(e), taken=True)
             return False
         return True
 
@@ -291,15 +285,13 @@ class StorageLease(LeaseBase):
                 return
             found = p.read()
         except LockError as e:
-            self.taken = True
-            self.lose(str(e))
+            self.lose(str(e), taken=True)
             return
         except StorageError as e:
             raise LockError(f"{p.full_path}: the table lock could not be checked before a write: {e}") from e
-        self.taken = True
         self.lose("the lock file was deleted" if found is None else
                   f"the lock file now names {found[0].owner}" if found[0].owner != self.owner else
-                  "the lock file says it expired")
+                  "the lock file says it expired", taken=True)
 
     def _give_back(self) -> None:
         """Mark the lock expired with the same ``validUntil``."""
