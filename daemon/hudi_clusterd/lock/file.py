@@ -48,7 +48,7 @@ HOLDER = "hudi-clusterd"
 
 @dataclass(frozen=True, slots=True)
 class LockOptions:
-    """How the daemon takes a table's lock.
+    """How the daemon takes a table's lock (the values come checked from the key tables: timeout >= 0, stale > 0).
 
     ``path`` is Hudi's ``hoodie.write.lock.filesystem.path`` (a folder, absolute path or URI; ``None`` = the
     table's ``.hoodie``), ``expire_minutes`` its ``hoodie.write.lock.filesystem.expire`` as the writers set it."""
@@ -57,11 +57,6 @@ class LockOptions:
     stale_s: float = DEFAULT_STALE_S
     path: str | None = None
     expire_minutes: int = 0
-
-    def __post_init__(self) -> None:
-        if self.stale_s <= 0 or self.timeout_s < 0 or self.expire_minutes < 0:
-            raise LockError(f"lock options out of range: timeout {self.timeout_s}s (>= 0), stale {self.stale_s}s "
-                            f"(> 0), expire {self.expire_minutes} min (>= 0)")
 
 
 def _lock_folder(raw: str) -> str | None:

@@ -59,10 +59,10 @@ def _iso(epoch_ms: int) -> str:
 class StorageLockProvider:
     """Hudi's storage-based lock on one table (see the module docstring).
 
-    ``validity_s`` and ``renew_interval_s`` are the writers' ``hoodie.write.lock.storage.*`` times (checked against
-    Hudi's constraints where the keys are read, not here). ``clock`` (seconds since the epoch) is the wall clock
-    ``validUntil`` is read and written with; ``elapsed`` measures the age of a lease's last write. ``mutexes``:
-    threads of this process queue on the mutex of the lock file there instead of polling the file.
+    ``validity_s`` and ``renew_interval_s`` are the writers' ``hoodie.write.lock.storage.*`` times (Hudi's
+    constraints are checked where the keys are read; here only that they leave a margin). ``clock`` (seconds
+    since the epoch) is the wall clock ``validUntil`` is read and written with; ``elapsed`` measures the age of a
+    lease's last write. ``mutexes``: threads of this process queue on the mutex of the lock file there.
     ``release_retry``: how a release the storage did not take is tried again."""
 
     def __init__(self, storage: Storage, *, validity_s: float = DEFAULT_VALIDITY_S,
