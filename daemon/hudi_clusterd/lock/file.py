@@ -106,12 +106,9 @@ def lock_files(storage: Storage, options: LockOptions) -> tuple[LockFile, ...]:
     """The files to hold, in acquisition order: the writers' lock file, then ``.hoodie/.aux/lock``."""
     main = LockFile(storage, LOCK_FILE, options.expire_minutes * 60.0)
     if options.path:
-        folder = options.path.rstrip("/")
-        lock_storage = open_storage(folder)
-        if lock_storage.full_path() != storage.full_path():
-            main = LockFile(lock_storage, LOCK_NAME, options.expire_minutes * 60.0)
-        else:  # the table's base path itself
-            main = LockFile(storage, LOCK_NAME, options.expire_minutes * 60.0)
+        folder = open_storage(options.path.rstrip("/"))  # the table's own storage when it is the base path itself
+        main = LockFile(storage if folder.full_path() == storage.full_path() else folder, LOCK_NAME,
+                        options.expire_minutes * 60.0)
     aux = LockFile(storage, AUX_LOCK_FILE, AUX_EXPIRE_S)
     if posixpath.normpath(main.full_path) == posixpath.normpath(aux.full_path):
         return (LockFile(storage, AUX_LOCK_FILE, min(AUX_EXPIRE_S, main.writers_expire_s or AUX_EXPIRE_S)),)
@@ -256,17 +253,13 @@ class FileLease(LeaseBase):
             "holder": HOLDER,
         }).encode()
 
-    def _try_create(self, f: LockFile) -> bool:
-        folder = posixpath.dirname(f.rel)
-        if folder:
-            f.storage.makedirs(folder)
-        return f.storage.write_bytes(f.rel, self._content(), overwrite=False)
-
     def try_create_all(self) -> None:
         """Create every lock file in order; on a file held by someone else, give back the ones created, take that
         one over if its holder is dead, and raise `Held`."""
         for f in self.provider.files:
-            if self._try_create(f):
+            if folder := posixpath.dirname(f.rel):
+                f.storage.makedirs(folder)
+            if f.storage.write_bytes(f.rel, self._content(), overwrite=False):
                 self._files.append(f)
                 continue
             self._give_back()
@@ -276,9 +269,6 @@ class FileLease(LeaseBase):
             raise Held(f.full_path)
 
     # --- the protocol's steps --------------------------------------------------------------------------------
-
-    def _not_ours(self) -> LockFile | None:
-        return next((f for f in self._files if _read_lock(f).get("owner") != self.owner), None)
 
     def _renew_once(self) -> bool:
         """Refresh every file's modification time, once each still names this holder."""
@@ -293,7 +283,7 @@ class FileLease(LeaseBase):
         return True
 
     def _check_ours(self) -> None:
-        if (f := self._not_ours()) is not None:
+        if (f := next((f for f in self._files if _read_lock(f).get("owner") != self.owner), None)) is not None:
             self.lose(f"{f.full_path} no longer names this process: another writer deleted or took it")
 
     def _give_back(self) -> None:
