@@ -4,7 +4,7 @@ keys, and the registry that picks one from the table's ``hoodie.write.lock.*`` k
 ZooKeeper and DynamoDB providers are imported only for a table whose lock they are (they import kazoo and boto3).
 """
 
-from hudi_clusterd.lock.file import AUX_LOCK_FILE, LOCK_FILE, FileLease, FileSystemLockProvider, LockOptions
+from hudi_clusterd.lock.file import AUX_LOCK_FILE, LOCK_FILE, FileSystemLockProvider, LockOptions
 from hudi_clusterd.lock.provider import Lease, LocalMutexes, LockProvider
 from hudi_clusterd.lock.registry import (
     FILE_SYSTEM_PROVIDER,
@@ -15,17 +15,15 @@ from hudi_clusterd.lock.registry import (
     lock_reference,
 )
 from hudi_clusterd.lock.storage_lock import StorageLease, StorageLockProvider
-from hudi_clusterd.lock.storage_lock_format import LOCKS_FOLDER, STORAGE_PROVIDER, LockData, storage_lock_times
+from hudi_clusterd.lock.storage_lock_format import STORAGE_PROVIDER, LockData, storage_lock_times
 from hudi_clusterd.lock.usage import LockStats, LockUsage
 
 __all__ = [
     "AUX_LOCK_FILE",
     "FILE_SYSTEM_PROVIDER",
-    "LOCKS_FOLDER",
     "LOCK_FILE",
     "PROVIDER_KEY",
     "STORAGE_PROVIDER",
-    "FileLease",
     "FileSystemLockProvider",
     "Lease",
     "LocalMutexes",
