@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -28,28 +28,23 @@ DYNAMODB_IMPLICIT_PROVIDER = "org.apache.hudi.aws.transaction.lock.DynamoDBBased
 _PREFIX = "hoodie.write.lock.dynamodb."
 ACCESS_KEY, SECRET_KEY, SESSION_TOKEN = HUDI_AWS_KEYS
 
-BILLING_MODES = ("PAY_PER_REQUEST", "PROVISIONED")
 UNPROVISIONED_CAPACITIES = (20, 10)
 """The read and write capacities of a table that is not PROVISIONED (Hudi reads their keys only then)."""
 MIN_LEASE_MS = 1_000
 """A shorter lease leaves no time to renew it between heartbeats over a network."""
 
-_TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
-_REGION_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 
+def _matching(pattern: str, wanted: str) -> Callable[[str], str]:
+    """The parser of a value that, stripped, fully matches ``pattern`` (``must be <wanted>, got ...`` if not)."""
+    compiled = re.compile(pattern)
 
-def _table(raw: str) -> str:
-    table = raw.strip()
-    if not _TABLE_NAME.fullmatch(table):
-        raise ValueError(f"must be a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -), got {table!r}")
-    return table
+    def parse(raw: str) -> str:
+        text = raw.strip()
+        if not compiled.fullmatch(text):
+            raise ValueError(f"must be {wanted}, got {text!r}")
+        return text
 
-
-def _region(raw: str) -> str:
-    region = raw.strip()
-    if not _REGION_NAME.fullmatch(region):
-        raise ValueError(f"must be an AWS region such as us-east-1, got {region!r}")
-    return region
+    return parse
 
 
 _URL_WANTED = ("must be a URL such as https://dynamodb.us-east-1.amazonaws.com or http://127.0.0.1:8000 "
@@ -71,25 +66,22 @@ def _endpoint(raw: str) -> str | None:
     return url
 
 
-def _billing_mode(raw: str) -> str:
-    billing = raw.strip()
-    if billing not in BILLING_MODES:
-        raise ValueError(f"must be {' or '.join(BILLING_MODES)}, got {billing!r}")
-    return billing
-
-
-TABLE = Key(_PREFIX + "table", "hudi_locks", _table, (
+TABLE = Key(_PREFIX + "table", "hudi_locks", _matching(
+    r"[A-Za-z0-9_.-]{3,255}", "a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -)"), (
     "DynamoDB table of the writers' DynamoDBBasedLockProvider lock; created (hash key 'key', type S) when missing, "
     "as Hudi creates it."))
 PARTITION_KEY = Key(_PREFIX + "partition_key", None, optional_text, (
     f"The lock item's key; unset = {TABLE_NAME.name} (from the properties, else the table's hoodie.properties), as "
     "Hudi infers it. Ignored by DynamoDBBasedImplicitPartitionKeyLockProvider, whose key is the XXHash64 of the "
     "base path (s3a:// read as s3://)."))
-REGION = Key(_PREFIX + "region", "us-east-1", _region, "Region of the lock table.", env=("AWS_REGION",))
+REGION = Key(_PREFIX + "region", "us-east-1", _matching(
+    r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", "an AWS region such as us-east-1"), "Region of the lock table.",
+    env=("AWS_REGION",))
 ENDPOINT = Key(_PREFIX + "endpoint_url", None, _endpoint, (
     "DynamoDB endpoint (a value without http:// or https:// gets https://); unset = AWS_ENDPOINT_URL_DYNAMODB, "
     "AWS_ENDPOINT_URL, else AWS's endpoint of the region."))
-BILLING_MODE = Key(_PREFIX + "billing_mode", "PAY_PER_REQUEST", _billing_mode, (
+BILLING_MODE = Key(_PREFIX + "billing_mode", "PAY_PER_REQUEST", _matching(
+    "PAY_PER_REQUEST|PROVISIONED", "PAY_PER_REQUEST or PROVISIONED"), (
     "Billing mode of a lock table the daemon creates: PAY_PER_REQUEST or PROVISIONED."))
 READ_CAPACITY = Key(_PREFIX + "read_capacity", "20", at_least(java_long, 1),
                     "Read capacity of a PROVISIONED lock table it creates.")
