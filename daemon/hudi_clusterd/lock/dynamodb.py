@@ -244,11 +244,9 @@ class DynamoDBLockProvider:
         try:
             self.retrying(delete_ours, self.give_back_s,
                           retry_on=lambda e: isinstance(e, Unreachable | ConditionFailed))
-        except (Unreachable, ConditionFailed) as e:
-            log.warning("could not give back a DynamoDB lock item written while acquiring: unreachable; others "
-                        "take it over once its lease runs out", lock=key, endpoint=self.table.endpoint, error=str(e))
-        except LockError as e:
-            log.warning("could not give back a DynamoDB lock item written while acquiring", lock=key, error=str(e))
+        except (Unreachable, ConditionFailed, LockError) as e:
+            log.warning("could not give back a DynamoDB lock item written while acquiring; others take it over once "
+                        "its lease runs out", lock=key, endpoint=self.table.endpoint, error=str(e))
 
     def _timeout_message(self, key: str, timeout: float, item: LockItem | None) -> str:
         holder = "another writer" if item is None else item.owner
@@ -379,8 +377,6 @@ class DynamoDBLease(LeaseBase):
 
         try:
             p.retrying(delete, p.give_back_s)
-        except Unreachable as e:
-            log.warning("could not release the DynamoDB table lock: unreachable; others take it over once its "
-                        "lease runs out", lock=self.key, endpoint=p.table.endpoint, error=str(e))
-        except LockError as e:
-            log.warning("could not release the DynamoDB table lock", lock=self.key, error=str(e))
+        except (Unreachable, LockError) as e:
+            log.warning("could not release the DynamoDB table lock; others take it over once its lease runs out",
+                        lock=self.key, endpoint=p.table.endpoint, error=str(e))
