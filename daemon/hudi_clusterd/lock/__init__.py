@@ -1,11 +1,10 @@
-"""The table lock that every writer of a table shares: the seam every lock implements (:mod:`.provider`), the
-lease they share (:mod:`.lease`), the locks themselves (:mod:`.file`, :mod:`.storage_lock`, :mod:`.zookeeper`,
-:mod:`.dynamodb`), their keys (:mod:`.file`, :mod:`.storage_lock_format`, :mod:`.zookeeper_options`,
-:mod:`.dynamodb_config`, :mod:`.table_keys`) and the registry that picks one from the table's
-``hoodie.write.lock.*`` keys (:mod:`.registry`). The ZooKeeper and DynamoDB providers are imported from their
-modules, and only for a table whose lock they are (they import kazoo and boto3)."""
+"""The table lock that every writer of a table shares: the seam (:mod:`.provider`), the lease base
+(:mod:`.lease`), the locks (:mod:`.file`, :mod:`.storage_lock`, :mod:`.zookeeper`, :mod:`.dynamodb`) with their
+keys, and the registry that picks one from the table's ``hoodie.write.lock.*`` keys (:mod:`.registry`). The
+ZooKeeper and DynamoDB providers are imported only for a table whose lock they are (they import kazoo and boto3).
+"""
 
-from hudi_clusterd.lock.file import AUX_LOCK_FILE, LOCK_FILE, FileLease, FileSystemLockProvider, LockOptions
+from hudi_clusterd.lock.file import AUX_LOCK_FILE, LOCK_FILE, FileSystemLockProvider, LockOptions
 from hudi_clusterd.lock.provider import Lease, LocalMutexes, LockProvider
 from hudi_clusterd.lock.registry import (
     FILE_SYSTEM_PROVIDER,
@@ -16,17 +15,15 @@ from hudi_clusterd.lock.registry import (
     lock_reference,
 )
 from hudi_clusterd.lock.storage_lock import StorageLease, StorageLockProvider
-from hudi_clusterd.lock.storage_lock_format import LOCKS_FOLDER, STORAGE_PROVIDER, LockData, storage_lock_times
+from hudi_clusterd.lock.storage_lock_format import STORAGE_PROVIDER, LockData, storage_lock_times
 from hudi_clusterd.lock.usage import LockStats, LockUsage
 
 __all__ = [
     "AUX_LOCK_FILE",
     "FILE_SYSTEM_PROVIDER",
-    "LOCKS_FOLDER",
     "LOCK_FILE",
     "PROVIDER_KEY",
     "STORAGE_PROVIDER",
-    "FileLease",
     "FileSystemLockProvider",
     "Lease",
     "LocalMutexes",

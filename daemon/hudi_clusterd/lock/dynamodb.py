@@ -1,25 +1,14 @@
-"""The DynamoDB lock provider: the lock of Apache Hudi's ``DynamoDBBasedLockProvider`` (and of Hudi 1.x's
-``DynamoDBBasedImplicitPartitionKeyLockProvider``), held with the dynamodb-lock-client 1.2.0 protocol
-(:mod:`.dynamodb_table`) so that Hudi's writers and the daemon exclude each other.
+"""The DynamoDB lock provider and its lease: the lock of Apache Hudi's ``DynamoDBBasedLockProvider`` (and of Hudi
+1.x's ``DynamoDBBasedImplicitPartitionKeyLockProvider``), held with the dynamodb-lock-client 1.2.0 protocol
+(:mod:`.dynamodb_table` makes its requests); docs/lock.md describes it.
 
-Taking the lock: read the item (consistently). No item: write ours if there still is none. An item: poll it
-every second; every change of its ``recordVersionNumber`` (RVN) restarts the wait, and once the same RVN has
-been seen for longer than its ``leaseDuration`` (on this process's monotonic clock), its holder is dead and the
-item is overwritten if its RVN is still that one. The provider remembers the RVN it saw from one ``acquire`` to
-the next, so a dead holder's item is taken over even when the daemon's timeout is shorter than the lease.
-While held, a heartbeat thread gives the item a new RVN every third of the lease (``hoodie.write.lock.wait_time_ms``,
-what Hudi's writers write); release deletes the item if it is still ours.
-
-**A lease is not a fence**: nothing stops a paused holder from writing after another took the lock. So the
-holder counts its lease from before its last successful write was sent, on a clock that keeps running while the
-process is stopped or the machine sleeps (``CLOCK_BOOTTIME``); :meth:`DynamoDBLease.verify` (called right before
-every timeline write) fails once that is older than the lease less a safety margin, once a heartbeat found the
-item taken, or when the item no longer is ours, and from then on the lease is lost for good. The heartbeat never
-renews a lease whose time ran out.
-
-A lost connection or throttling is retried with bounded exponential back-off (`LeaseTerms.retrying`, counted in
-:attr:`DynamoDBLockProvider.stats`) until the wait times out, then fails with a ``LockError`` naming the endpoint
-and the lock table; a write of ours that may have landed before a failure is deleted again.
+A free item is written if there still is none; a held one is polled, and once its ``recordVersionNumber`` (RVN)
+has stayed the same for longer than its ``leaseDuration`` it is overwritten at that RVN. The provider remembers
+the RVN it saw from one ``acquire`` to the next. A holder's heartbeat gives the item a new RVN every third of the
+lease; release deletes the item if it is still ours. A lease counts from before its last successful write was
+sent, on `lease_clock`; ``verify`` fails once that is older than the lease less a safety margin, once a heartbeat
+found the item taken, or when the item is no longer ours, and a heartbeat never renews a lease whose time ran out.
+Requests DynamoDB did not answer are tried again with back-off (counted in ``stats.connection_retries``).
 """
 
 from __future__ import annotations
@@ -29,50 +18,39 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import structlog
 
 from hudi_clusterd.errors import LockError
 from hudi_clusterd.lock.dynamodb_config import DynamoDBLockConfig, partition_key
-from hudi_clusterd.lock.dynamodb_lease import GIVE_BACK_MAX_S, DynamoDBLease, LeaseTerms, counting
 from hudi_clusterd.lock.dynamodb_table import ConditionFailed, LockItem, LockTable, Unreachable, make_client
-from hudi_clusterd.lock.lease import polling
+from hudi_clusterd.lock.lease import Held, LeaseBase, Unanswered, keep_trying, polling
 from hudi_clusterd.lock.provider import LocalMutexes, lease_clock, take_mutex
 from hudi_clusterd.lock.usage import LockStats
+from hudi_clusterd.retry import RetryPolicy
 from hudi_clusterd.storage import Storage
 
 log = structlog.get_logger(__name__)
+
+__all__ = ["DynamoDBLease", "DynamoDBLockProvider"]
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 60.0
 POLL_S = 1.0
 """The lock client's refresh period: how often a waiter reads a held lock."""
-
-
+BACKOFF_FIRST_S = 0.1
+"""The first pause before a request DynamoDB did not answer is sent again, doubled after each try..."""
+BACKOFF_MAX_S = 2.0
+"""...up to this."""
+GIVE_BACK_MAX_S = 10.0
+VERIFY_TRIES_S = 0.3
+"""How long a check before a write keeps reading an item DynamoDB does not answer for (three tries)."""
 _READY = ("ACTIVE", "UPDATING")
-
-
-class _Held(Exception):
-    """The lock is held (by the owner the message names), or a write of ours was refused or not answered."""
-
-
-class _NotReady(Exception):
-    """The lock table is not ACTIVE yet (its status)."""
 
 
 def _unreachable(e: BaseException) -> bool:
     return isinstance(e, Unreachable)
-
-
-@dataclass(frozen=True, slots=True)
-class _Seen:
-    """The RVN a waiter saw on a held item, and since when (the time the read that first showed it returned)."""
-
-    key: str
-    rvn: str
-    since: float
 
 
 class DynamoDBLockProvider:
@@ -92,7 +70,7 @@ class DynamoDBLockProvider:
                  safety_margin_s: float | None = None, client: Any | None = None) -> None:
         self.config = config
         self.storage = storage
-        self._timeout_s = timeout_s
+        self.timeout_s = timeout_s
         self.clock = clock
         self.sleep = sleep
         self.poll_s = poll_s
@@ -113,13 +91,7 @@ class DynamoDBLockProvider:
         self._guard = threading.Lock()
         self._key: str | None = None
         self._table_ready = False
-        self._seen: _Seen | None = None
-        self.terms = LeaseTerms(self.table, config.lease_ms, self.safety_margin_s, self.heartbeat_interval_s,
-                                self.give_back_s, clock, sleep)
-
-    @property
-    def timeout_s(self) -> float:
-        return self._timeout_s
+        self._seen: tuple[str, str, float] | None = None  # the key and RVN of a held item, and since when seen
 
     @property
     def partition_key(self) -> str:
@@ -146,7 +118,22 @@ class DynamoDBLockProvider:
             mutex.release()
             raise
 
-    # --- waiting and retrying ------------------------------------------------------------------------------
+    # --- retrying ------------------------------------------------------------------------------------------
+
+    def retrying(self, op: Callable[[], T], within_s: float, *,
+                 retry_on: Callable[[BaseException], bool] = _unreachable) -> T:
+        """``op()``, tried again with back-off for up to ``within_s`` while ``retry_on`` accepts its error (each
+        time DynamoDB did not answer counted); the last error once the time is up."""
+
+        def counted() -> T:
+            try:
+                return op()
+            except Unreachable:
+                self.stats.add_connection_retry()
+                raise
+
+        return polling(within_s, BACKOFF_FIRST_S, BACKOFF_MAX_S, sleep=self.sleep, clock=self.clock).call(
+            counted, retry_on=retry_on)
 
     def _retry(self, op: Callable[[], T], deadline: float, doing: str) -> T:
         """``op()``, tried again (counted) while DynamoDB does not answer, until ``deadline``; then `LockError`."""
@@ -164,8 +151,7 @@ class DynamoDBLockProvider:
                 raise
 
         try:
-            return self.terms.retrying(deadline - self.clock()).call(counting(self.stats, attempt),
-                                                                     retry_on=_unreachable)
+            return self.retrying(attempt, deadline - self.clock())
         except Unreachable as e:
             raise LockError(f"{self.table.where}: timed out {doing}: DynamoDB did not answer ({tries} tries; last "
                             f"error {e})") from None
@@ -187,14 +173,11 @@ class DynamoDBLockProvider:
                              billing_mode=self.config.billing_mode)
                 status = self._retry(self.table.status, deadline, "reading the lock table")
                 if status not in _READY:
-                    raise _NotReady(str(status))
+                    raise Held(str(status))
 
-            try:
-                polling(creation_s, min(self.poll_s, 1.0), sleep=self.sleep, clock=self.clock).call(
-                    active, retry_on=lambda e: isinstance(e, _NotReady))
-            except _NotReady as e:
-                raise LockError(f"{self.table.where}: not ACTIVE {self.config.table_creation_timeout_ms} ms after "
-                                f"it was created (status {e})") from None
+            keep_trying(active, polling(creation_s, min(self.poll_s, 1.0), sleep=self.sleep, clock=self.clock),
+                        lambda why: f"{self.table.where}: not ACTIVE {self.config.table_creation_timeout_ms} ms "
+                                    f"after it was created (status {why})")
         self._table_ready = True
 
     # --- taking --------------------------------------------------------------------------------------------
@@ -210,17 +193,17 @@ class DynamoDBLockProvider:
             if item is not None and item.owner == owner and sent:  # a write whose answer was lost landed
                 return self._lease(key, owner, item.rvn, sent.get(item.rvn, min(sent.values())), mutex)
             if not (item is None or item.released or self._expired(key, item, seen_at)):
-                raise _Held(item.owner)
+                raise Held(item.owner)
             rvn = str(uuid.uuid4())
             sent[rvn] = self.clock()
             try:
                 self.table.put(key, owner, rvn, self.config.lease_ms, over=item)
             except ConditionFailed:  # another writer came first (our write did not land): read again
                 sent.pop(rvn, None)
-                raise _Held("another writer") from None
+                raise Held("another writer") from None
             except Unreachable:  # it may have landed: the next read tells
                 self.stats.add_connection_retry()
-                raise _Held("unknown: a write of ours was not answered") from None
+                raise Held("unknown: a write of ours was not answered") from None
             if item is not None and not item.released:
                 self.stats.add_takeover()
                 log.warning("took over a DynamoDB table lock whose holder stopped renewing it", lock=key,
@@ -228,11 +211,9 @@ class DynamoDBLockProvider:
             return self._lease(key, owner, rvn, sent[rvn], mutex)
 
         try:
-            try:
-                return polling(deadline - self.clock(), self.poll_s, sleep=self.sleep, clock=self.clock).call(
-                    attempt, retry_on=lambda e: isinstance(e, _Held))
-            except _Held:
-                raise LockError(self._timeout_message(key, timeout, seen[0])) from None
+            return keep_trying(attempt, polling(deadline - self.clock(), self.poll_s, sleep=self.sleep,
+                                                clock=self.clock),
+                               lambda _: self._timeout_message(key, timeout, seen[0]))
         except BaseException:
             if sent:
                 self._abandon(key, owner)
@@ -240,15 +221,14 @@ class DynamoDBLockProvider:
 
     def _expired(self, key: str, item: LockItem, seen_at: float) -> bool:
         """Whether ``item`` has kept its RVN for longer than its lease; a new RVN starts the count again."""
-        seen = self._seen
-        if seen is None or (seen.key, seen.rvn) != (key, item.rvn):
-            self._seen = _Seen(key, item.rvn, seen_at)
+        if self._seen is None or self._seen[:2] != (key, item.rvn):
+            self._seen = (key, item.rvn, seen_at)  # seen_at: when the read that first showed it returned
             return False
-        return item.lease_ms is not None and seen_at - seen.since > item.lease_ms / 1000.0
+        return item.lease_ms is not None and seen_at - self._seen[2] > item.lease_ms / 1000.0
 
     def _lease(self, key: str, owner: str, rvn: str, sent: float, mutex: threading.Lock) -> DynamoDBLease:
         self._seen = None
-        lease = DynamoDBLease(self.terms, self.stats, key, owner, rvn, sent, mutex)
+        lease = DynamoDBLease(self, key, owner, rvn, sent, mutex)
         lease.start()
         log.debug("took the DynamoDB table lock", lock=key, lock_table=self.config.table, owner=owner)
         return lease
@@ -262,13 +242,11 @@ class DynamoDBLockProvider:
                 self.table.delete(key, owner, item.rvn)
 
         try:
-            self.terms.retrying(self.give_back_s).call(
-                counting(self.stats, delete_ours), retry_on=lambda e: isinstance(e, Unreachable | ConditionFailed))
-        except (Unreachable, ConditionFailed) as e:
-            log.warning("could not give back a DynamoDB lock item written while acquiring: unreachable; others "
-                        "take it over once its lease runs out", lock=key, endpoint=self.table.endpoint, error=str(e))
-        except LockError as e:
-            log.warning("could not give back a DynamoDB lock item written while acquiring", lock=key, error=str(e))
+            self.retrying(delete_ours, self.give_back_s,
+                          retry_on=lambda e: isinstance(e, Unreachable | ConditionFailed))
+        except (Unreachable, ConditionFailed, LockError) as e:
+            log.warning("could not give back a DynamoDB lock item written while acquiring; others take it over once "
+                        "its lease runs out", lock=key, endpoint=self.table.endpoint, error=str(e))
 
     def _timeout_message(self, key: str, timeout: float, item: LockItem | None) -> str:
         holder = "another writer" if item is None else item.owner
@@ -279,4 +257,126 @@ class DynamoDBLockProvider:
                 f"{holder} ({lease})")
 
 
-__all__ = ["DynamoDBLease", "DynamoDBLockProvider"]
+class DynamoDBLease(LeaseBase):
+    """One holding of the DynamoDB lock; renewed by a heartbeat thread until released or lost."""
+
+    def __init__(self, provider: DynamoDBLockProvider, key: str, owner: str, rvn: str, sent: float,
+                 mutex: threading.Lock) -> None:
+        p = provider
+        super().__init__(where=f"{p.table.where} lock {key!r}", stats=p.stats, mutex=mutex,
+                         heartbeat_s=p.heartbeat_interval_s,
+                         heartbeat_retry=RetryPolicy(p.config.lease_s, BACKOFF_FIRST_S,
+                                                     max(p.heartbeat_interval_s, BACKOFF_FIRST_S), 0.0, clock=p.clock))
+        self.provider = provider
+        self.key = key
+        self._owner = owner
+        self._rvn = rvn
+        self._renewed_at = sent  # when the last write known to have landed was sent
+        self._pending: tuple[str, float] | None = None  # a renewal that may have landed: (its RVN, first sent)
+        self._last_error: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """The item's ``ownerName``: host name and a UUID, new for every acquisition."""
+        return self._owner
+
+    @property
+    def record_version(self) -> str:
+        """The item's current ``recordVersionNumber`` as this holder wrote it."""
+        return self._rvn
+
+    # --- the protocol's steps --------------------------------------------------------------------------------
+
+    def _check_ours(self) -> None:
+        """Renewed within its lease less the safety margin, and the item still ours (read consistently)."""
+        self._check_time()
+        try:
+            item = self.provider.retrying(self._read, VERIFY_TRIES_S)
+        except Unreachable:
+            raise self.lose(f"it cannot be confirmed: DynamoDB did not answer ({self._last_error})") from None
+        if item is None:
+            raise self.lose("another writer deleted its item")
+        if item.owner != self._owner:
+            raise self.lose(f"{item.owner} holds it now")
+        if self._pending is not None and item.rvn == self._pending[0]:
+            self._renewed()
+        elif item.rvn != self._rvn:
+            raise self.lose(f"its recordVersionNumber is {item.rvn}, not ours")
+        self._check_time()
+
+    def _renew_once(self) -> bool:
+        """A new RVN, unless its time ran out (a pause: it stays lost)."""
+        p = self.provider
+        sent = p.clock()
+        if (late := self._late(sent)) is not None:
+            self.lose(late)
+            return False
+        self._pending = self._pending or (str(uuid.uuid4()), sent)
+        try:
+            try:
+                p.table.renew(self.key, self._owner, self._rvn, self._pending[0], p.config.lease_ms)
+            except ConditionFailed:  # an earlier try of ours landed, or another writer has the item
+                item = self._read()
+                if item is None or (item.owner, item.rvn) != (self._owner, self._pending[0]):
+                    self.lose("a heartbeat found " + ("its item deleted" if item is None else
+                                                      f"{item.owner} holding it"))
+                    return False
+        except Unreachable as e:
+            self._last_error = str(e)
+            raise Unanswered(str(e)) from None
+        except LockError as e:
+            self.lose(str(e))
+            return False
+        self._renewed()
+        return True
+
+    def _read(self) -> LockItem | None:
+        """The item, read consistently; a refusal loses the lease."""
+        try:
+            return self.provider.table.get(self.key)
+        except Unreachable as e:
+            self._last_error = str(e)
+            raise
+        except LockError as e:
+            raise self.lose(str(e)) from None
+
+    def _renewed(self) -> None:
+        assert self._pending is not None
+        self._rvn, self._renewed_at = self._pending
+        self._pending = None
+        self._last_error = None
+
+    def _check_time(self) -> None:
+        if (late := self._late(self.provider.clock())) is not None:
+            raise self.lose(late)
+
+    def _late(self, now: float) -> str | None:
+        """Why the lease's time ran out at ``now`` (None while it has not)."""
+        p = self.provider
+        if now - self._renewed_at <= p.config.lease_s - p.safety_margin_s:
+            return None
+        why = f"heartbeats failed: {self._last_error}" if self._last_error else "a pause, or no heartbeat"
+        return (f"not renewed for {now - self._renewed_at:.1f}s, past its lease of {p.config.lease_s:g}s less a "
+                f"{p.safety_margin_s:g}s safety margin: {why}")
+
+    def _give_back(self) -> None:
+        """Delete the item at the RVN last written, or at a renewal's that may have landed; never raises for
+        DynamoDB's sake: an item left behind expires."""
+        p = self.provider
+        versions = [self._rvn] + ([self._pending[0]] if self._pending else [])
+
+        def delete() -> None:
+            for rvn in versions:
+                try:
+                    p.table.delete(self.key, self._owner, rvn)
+                    return
+                except ConditionFailed:
+                    continue
+            log.warning("the DynamoDB table lock had been taken over or deleted by another writer; left to it",
+                        lock=self.key, lock_table=p.config.table)
+
+        try:
+            p.retrying(delete, p.give_back_s)
+        except (Unreachable, LockError) as e:
+            log.warning("could not release the DynamoDB table lock; others take it over once its lease runs out",
+                        lock=self.key, endpoint=p.table.endpoint, error=str(e))

@@ -1,16 +1,8 @@
-"""The keys of Apache Hudi's DynamoDB lock providers, read with Hudi's names, defaults and inferences.
-
-``DynamoDBBasedLockProvider`` locks one item of a DynamoDB table (``hoodie.write.lock.dynamodb.table``, default
-``hudi_locks``) whose hash key ``key`` is ``hoodie.write.lock.dynamodb.partition_key``; when that key is unset,
-Hudi infers it from ``hoodie.table.name``. ``DynamoDBBasedImplicitPartitionKeyLockProvider`` (Hudi 1.x) ignores it
-and uses the XXHash64 of the table's base path instead (:func:`implicit_partition_key`). Every writer of a table
-and the daemon must agree on the table, the region or endpoint and the partition key: the daemon reads the same
-keys and infers the same way, reading ``hoodie.table.name`` from the table's ``hoodie.properties`` when the
-properties do not carry it.
-
-Credentials are Hudi's ``hoodie.aws.access.key`` / ``hoodie.aws.secret.key`` / ``hoodie.aws.session.token``, else
-the AWS SDK's default chain. The secret key and the session token never appear in a ``repr``, a log line or an
-error.
+"""The keys of Apache Hudi's DynamoDB lock providers, read with Hudi's names, defaults and inferences (the item's
+key: ``hoodie.write.lock.dynamodb.partition_key``, else ``hoodie.table.name``; with
+``DynamoDBBasedImplicitPartitionKeyLockProvider``, the XXHash64 of the base path). Credentials are
+``hoodie.aws.*``, else the AWS SDK's default chain; the secret key and the session token never appear in a
+``repr``, a log line or an error.
 """
 
 from __future__ import annotations
@@ -18,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -36,33 +28,23 @@ DYNAMODB_IMPLICIT_PROVIDER = "org.apache.hudi.aws.transaction.lock.DynamoDBBased
 _PREFIX = "hoodie.write.lock.dynamodb."
 ACCESS_KEY, SECRET_KEY, SESSION_TOKEN = HUDI_AWS_KEYS
 
-DEFAULT_TABLE = "hudi_locks"
-DEFAULT_REGION = "us-east-1"
-DEFAULT_BILLING_MODE = "PAY_PER_REQUEST"
-BILLING_MODES = ("PAY_PER_REQUEST", "PROVISIONED")
-DEFAULT_READ_CAPACITY = 20
-DEFAULT_WRITE_CAPACITY = 10
-DEFAULT_CREATION_TIMEOUT_MS = 120_000
-DEFAULT_LEASE_MS = 60_000
+UNPROVISIONED_CAPACITIES = (20, 10)
+"""The read and write capacities of a table that is not PROVISIONED (Hudi reads their keys only then)."""
 MIN_LEASE_MS = 1_000
 """A shorter lease leaves no time to renew it between heartbeats over a network."""
 
-_TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
-_REGION_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 
+def _matching(pattern: str, wanted: str) -> Callable[[str], str]:
+    """The parser of a value that, stripped, fully matches ``pattern`` (``must be <wanted>, got ...`` if not)."""
+    compiled = re.compile(pattern)
 
-def _table(raw: str) -> str:
-    table = raw.strip()
-    if not _TABLE_NAME.fullmatch(table):
-        raise ValueError(f"must be a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -), got {table!r}")
-    return table
+    def parse(raw: str) -> str:
+        text = raw.strip()
+        if not compiled.fullmatch(text):
+            raise ValueError(f"must be {wanted}, got {text!r}")
+        return text
 
-
-def _region(raw: str) -> str:
-    region = raw.strip()
-    if not _REGION_NAME.fullmatch(region):
-        raise ValueError(f"must be an AWS region such as us-east-1, got {region!r}")
-    return region
+    return parse
 
 
 _URL_WANTED = ("must be a URL such as https://dynamodb.us-east-1.amazonaws.com or http://127.0.0.1:8000 "
@@ -84,33 +66,30 @@ def _endpoint(raw: str) -> str | None:
     return url
 
 
-def _billing_mode(raw: str) -> str:
-    billing = raw.strip()
-    if billing not in BILLING_MODES:
-        raise ValueError(f"must be {' or '.join(BILLING_MODES)}, got {billing!r}")
-    return billing
-
-
-TABLE = Key(_PREFIX + "table", DEFAULT_TABLE, _table, (
+TABLE = Key(_PREFIX + "table", "hudi_locks", _matching(
+    r"[A-Za-z0-9_.-]{3,255}", "a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -)"), (
     "DynamoDB table of the writers' DynamoDBBasedLockProvider lock; created (hash key 'key', type S) when missing, "
     "as Hudi creates it."))
 PARTITION_KEY = Key(_PREFIX + "partition_key", None, optional_text, (
     f"The lock item's key; unset = {TABLE_NAME.name} (from the properties, else the table's hoodie.properties), as "
     "Hudi infers it. Ignored by DynamoDBBasedImplicitPartitionKeyLockProvider, whose key is the XXHash64 of the "
     "base path (s3a:// read as s3://)."))
-REGION = Key(_PREFIX + "region", DEFAULT_REGION, _region, "Region of the lock table.", env=("AWS_REGION",))
+REGION = Key(_PREFIX + "region", "us-east-1", _matching(
+    r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", "an AWS region such as us-east-1"), "Region of the lock table.",
+    env=("AWS_REGION",))
 ENDPOINT = Key(_PREFIX + "endpoint_url", None, _endpoint, (
     "DynamoDB endpoint (a value without http:// or https:// gets https://); unset = AWS_ENDPOINT_URL_DYNAMODB, "
     "AWS_ENDPOINT_URL, else AWS's endpoint of the region."))
-BILLING_MODE = Key(_PREFIX + "billing_mode", DEFAULT_BILLING_MODE, _billing_mode, (
+BILLING_MODE = Key(_PREFIX + "billing_mode", "PAY_PER_REQUEST", _matching(
+    "PAY_PER_REQUEST|PROVISIONED", "PAY_PER_REQUEST or PROVISIONED"), (
     "Billing mode of a lock table the daemon creates: PAY_PER_REQUEST or PROVISIONED."))
-READ_CAPACITY = Key(_PREFIX + "read_capacity", str(DEFAULT_READ_CAPACITY), at_least(java_long, 1),
+READ_CAPACITY = Key(_PREFIX + "read_capacity", "20", at_least(java_long, 1),
                     "Read capacity of a PROVISIONED lock table it creates.")
-WRITE_CAPACITY = Key(_PREFIX + "write_capacity", str(DEFAULT_WRITE_CAPACITY), at_least(java_long, 1),
+WRITE_CAPACITY = Key(_PREFIX + "write_capacity", "10", at_least(java_long, 1),
                      "Write capacity of a PROVISIONED lock table it creates.")
-CREATION_TIMEOUT = Key(_PREFIX + "table_creation_timeout", str(DEFAULT_CREATION_TIMEOUT_MS), at_least(java_int, 0),
+CREATION_TIMEOUT = Key(_PREFIX + "table_creation_timeout", "120000", at_least(java_int, 0),
                        "Milliseconds to wait for a created lock table to become ACTIVE.")
-LEASE = Key("hoodie.write.lock.wait_time_ms", str(DEFAULT_LEASE_MS), at_least(java_long, MIN_LEASE_MS), (
+LEASE = Key("hoodie.write.lock.wait_time_ms", "60000", at_least(java_long, MIN_LEASE_MS), (
     "With a DynamoDB lock: the lease in milliseconds written into the lock item (renewed every third of it), as "
     f"Hudi's writers use it; at least {MIN_LEASE_MS}."))
 DYNAMODB_KEYS = (TABLE, PARTITION_KEY, REGION, ENDPOINT, BILLING_MODE, READ_CAPACITY, WRITE_CAPACITY,
@@ -142,18 +121,18 @@ class DynamoDBLockConfig:
     ``None`` lets boto3 choose (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``, else AWS's endpoint of the
     region)."""
 
-    table: str = DEFAULT_TABLE
-    region: str = DEFAULT_REGION
-    endpoint_url: str | None = None
-    partition_key: str | None = None
-    implicit: bool = False
-    base_path: str | None = None
-    billing_mode: str = DEFAULT_BILLING_MODE
-    read_capacity: int = DEFAULT_READ_CAPACITY
-    write_capacity: int = DEFAULT_WRITE_CAPACITY
-    table_creation_timeout_ms: int = DEFAULT_CREATION_TIMEOUT_MS
-    lease_ms: int = DEFAULT_LEASE_MS
-    credentials: AwsCredentials | None = field(default=None, repr=False)
+    table: str
+    region: str
+    endpoint_url: str | None
+    partition_key: str | None
+    implicit: bool
+    base_path: str | None
+    billing_mode: str
+    read_capacity: int
+    write_capacity: int
+    table_creation_timeout_ms: int
+    lease_ms: int
+    credentials: AwsCredentials | None = field(repr=False)
 
     @property
     def lease_s(self) -> float:
@@ -224,15 +203,14 @@ def dynamodb_lock_config(props: Mapping[str, str], *, implicit: bool = False,
         reader.problems.append(f"{where}: must be a region DynamoDB is known in (set {ENDPOINT.name} to use "
                                f"another one), got {region!r}")
     billing = reader.get(BILLING_MODE)
-    read, write = DEFAULT_READ_CAPACITY, DEFAULT_WRITE_CAPACITY
-    if billing == "PROVISIONED":  # Hudi reads the capacities only then
-        read, write = reader.get(READ_CAPACITY), reader.get(WRITE_CAPACITY)
+    read, write = ((reader.get(READ_CAPACITY), reader.get(WRITE_CAPACITY)) if billing == "PROVISIONED"
+                   else UNPROVISIONED_CAPACITIES)
     creation, lease = reader.get(CREATION_TIMEOUT), reader.get(LEASE)
     credentials = _credentials(reader)
-    if reader.problems:
+    if reader.problems or region is None:
         return None, reader.problems
     base_path = reader.get(TABLE_BASE_PATH) if implicit else None
-    return DynamoDBLockConfig(table, region or DEFAULT_REGION, endpoint, partition_key, implicit, base_path,
+    return DynamoDBLockConfig(table, region, endpoint, partition_key, implicit, base_path,
                               billing, read, write, creation, lease, credentials), []
 
 

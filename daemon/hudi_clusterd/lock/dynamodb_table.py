@@ -132,11 +132,8 @@ class LockTable:
 
     def status(self) -> str | None:
         """The table's status (``ACTIVE``, ``CREATING``...), ``None`` when it does not exist."""
-        try:
-            reply = self._call("DescribeTable", TableName=self.config.table)
-        except _Missing:
-            return None
-        return str(reply["Table"]["TableStatus"])
+        reply = self._call("DescribeTable", "ResourceNotFoundException", TableName=self.config.table)
+        return str(reply["Table"]["TableStatus"]) if reply else None
 
     def create(self) -> bool:
         """Create the table as Hudi does (hash key ``key`` S, the billing mode); False when it exists already."""
@@ -149,11 +146,7 @@ class LockTable:
         if self.config.billing_mode == "PROVISIONED":
             request["ProvisionedThroughput"] = {"ReadCapacityUnits": self.config.read_capacity,
                                                 "WriteCapacityUnits": self.config.write_capacity}
-        try:
-            self._call("CreateTable", **request)
-        except _InUse:
-            return False
-        return True
+        return bool(self._call("CreateTable", "ResourceInUseException", **request))
 
     # --- the lock item -------------------------------------------------------------------------------------
 
@@ -197,12 +190,15 @@ class LockTable:
 
     # --- errors --------------------------------------------------------------------------------------------
 
-    def _call(self, op: str, **request: Any) -> dict[str, Any]:
+    def _call(self, op: str, expected_error: str | None = None, **request: Any) -> dict[str, Any]:
+        """The reply to one request; ``{}`` when it failed with the error code ``expected_error``."""
         method = getattr(self.client, _snake(op))
         try:
             reply: dict[str, Any] = method(**request)
             return reply
         except ClientError as e:
+            if expected_error is not None and e.response.get("Error", {}).get("Code") == expected_error:
+                return {}
             raise self._client_error(op, e) from None
         except (NoCredentialsError, PartialCredentialsError):
             raise LockError(f"{self.where}: no AWS credentials for {op}: set hoodie.aws.access.key and "
@@ -223,10 +219,7 @@ class LockTable:
         if code == "ConditionalCheckFailedException":
             return ConditionFailed(text)
         if code == "ResourceNotFoundException":
-            return _Missing(text) if op == "DescribeTable" else LockError(
-                f"{self.where}: the table does not exist ({op}: {text})")
-        if code == "ResourceInUseException" and op == "CreateTable":
-            return _InUse(text)
+            return LockError(f"{self.where}: the table does not exist ({op}: {text})")
         if code in _DENIED or status == 403:
             return LockError(f"{self.where}: access denied to {op}: {text}")
         if code in _RETRYABLE or status >= 500 or status == 429:
@@ -239,14 +232,6 @@ class LockTable:
             text = text.replace(secret, "***")
         text = " ".join(text.split())
         return text if len(text) <= 400 else text[:397] + "..."
-
-
-class _Missing(Exception):
-    pass
-
-
-class _InUse(Exception):
-    pass
 
 
 def _snake(op: str) -> str:

@@ -1,31 +1,13 @@
-"""The file-system lock provider: the lock files Apache Hudi's ``FileSystemBasedLockProvider`` uses, held with an
-owner.
+"""The file-system lock provider: the lock files of Apache Hudi's ``FileSystemBasedLockProvider``, held with an
+owner; docs/lock.md gives the rules.
 
-Hudi's writers lock a table by creating ``<hoodie.write.lock.filesystem.path>/lock`` (default ``.hoodie/lock``);
-its utilities, Spark SQL procedures and Flink use ``.hoodie/.aux/lock`` instead. The daemon creates both (in that
-order, each atomically, create-if-absent) so that it excludes every one of them, and writes JSON naming itself
-as the owner.
-
-Rules that keep Hudi's writers and the daemon from both entering the critical section:
-
-- A lock file the daemon did not write is Hudi's. It is never taken over, except when it is older than the
-  writers' own expiry (``hoodie.write.lock.filesystem.expire`` minutes for the main file, 0 = never, Hudi's
-  default; one minute for ``.hoodie/.aux/lock``, as Hudi's utilities set it): exactly when Hudi itself would
-  delete it.
-- A lock file of another daemon lease (another process, or another handle of this one) is kept fresh by that
-  lease's heartbeat; one whose modification time is older than ``stale_s`` belongs to a dead holder and is taken
-  over (renamed away, which one contender wins, then created afresh). The heartbeat runs often enough that
-  Hudi's expiry never fires on a live holder. A take-over moves only the file it judged: the file renamed away is
-  checked to be that version (inode, modification time, size), and one created meanwhile by a live holder is put
-  back.
-- Hudi's provider is best-effort: a Hudi 0.15 write client that failed to get the lock deletes the lock file on
-  close, whoever holds it. So the holder re-checks that every file still names it right before each timeline
-  write (:meth:`FileLease.verify`, called by :class:`~hudi_clusterd.table.timeline_store.TimelineStore`) and
-  stops with ``LockError`` when it does not.
-
-Only local file systems create a file atomically through this process's storage layer; other storage (HDFS
-included: its create-if-absent here is a check and then a write) is refused with a clear error, and so are object
-stores, which create atomically but cannot rename (and where Hudi's writers refuse this provider).
+The daemon creates ``<hoodie.write.lock.filesystem.path>/lock`` (default ``.hoodie/lock``, Hudi's writers') and
+``.hoodie/.aux/lock`` (Hudi's utilities, SQL procedures and Flink), in that order, each create-if-absent, as JSON
+naming it. A Hudi writer's file is taken over only past the writers' own expiry; another daemon lease's file, kept
+fresh by its heartbeat, once older than ``stale_s``. A take-over renames away only the version it judged dead (a
+file created meanwhile is put back). Because Hudi's provider may delete a file it does not hold,
+:meth:`FileLease.verify` re-reads every file before each timeline write. Only local file systems are supported
+(atomic create and rename); other storages are refused.
 """
 
 from __future__ import annotations
@@ -38,8 +20,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -48,7 +29,7 @@ import structlog
 from hudi_clusterd.domain.keys import Key, KeyReader, at_least
 from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import LockError, StorageError
-from hudi_clusterd.lock.lease import LeaseBase, Unanswered, polling
+from hudi_clusterd.lock.lease import Held, LeaseBase, Unanswered, keep_trying, polling
 from hudi_clusterd.lock.provider import LocalMutexes, take_mutex
 from hudi_clusterd.lock.usage import LockStats
 from hudi_clusterd.storage import PutMode, Storage, open_storage
@@ -67,7 +48,7 @@ HOLDER = "hudi-clusterd"
 
 @dataclass(frozen=True, slots=True)
 class LockOptions:
-    """How the daemon takes a table's lock.
+    """How the daemon takes a table's lock (the values come checked from the key tables: timeout >= 0, stale > 0).
 
     ``path`` is Hudi's ``hoodie.write.lock.filesystem.path`` (a folder, absolute path or URI; ``None`` = the
     table's ``.hoodie``), ``expire_minutes`` its ``hoodie.write.lock.filesystem.expire`` as the writers set it."""
@@ -76,11 +57,6 @@ class LockOptions:
     stale_s: float = DEFAULT_STALE_S
     path: str | None = None
     expire_minutes: int = 0
-
-    def __post_init__(self) -> None:
-        if self.stale_s <= 0 or self.timeout_s < 0 or self.expire_minutes < 0:
-            raise LockError(f"lock options out of range: timeout {self.timeout_s}s (>= 0), stale {self.stale_s}s "
-                            f"(> 0), expire {self.expire_minutes} min (>= 0)")
 
 
 def _lock_folder(raw: str) -> str | None:
@@ -130,12 +106,9 @@ def lock_files(storage: Storage, options: LockOptions) -> tuple[LockFile, ...]:
     """The files to hold, in acquisition order: the writers' lock file, then ``.hoodie/.aux/lock``."""
     main = LockFile(storage, LOCK_FILE, options.expire_minutes * 60.0)
     if options.path:
-        folder = options.path.rstrip("/")
-        lock_storage = open_storage(folder)
-        if lock_storage.full_path() != storage.full_path():
-            main = LockFile(lock_storage, LOCK_NAME, options.expire_minutes * 60.0)
-        else:  # the table's base path itself
-            main = LockFile(storage, LOCK_NAME, options.expire_minutes * 60.0)
+        folder = open_storage(options.path.rstrip("/"))  # the table's own storage when it is the base path itself
+        main = LockFile(storage if folder.full_path() == storage.full_path() else folder, LOCK_NAME,
+                        options.expire_minutes * 60.0)
     aux = LockFile(storage, AUX_LOCK_FILE, AUX_EXPIRE_S)
     if posixpath.normpath(main.full_path) == posixpath.normpath(aux.full_path):
         return (LockFile(storage, AUX_LOCK_FILE, min(AUX_EXPIRE_S, main.writers_expire_s or AUX_EXPIRE_S)),)
@@ -194,24 +167,15 @@ class FileSystemLockProvider:
         take_mutex(self._mutex, timeout, self.files[0].full_path)
         lease = FileLease(self, self._mutex)
         try:
-            waiting.call(lease.try_create_all, retry_on=lambda e: isinstance(e, _Held))
-        except _Held:
-            lease.release()
-            raise LockError(self._timeout_message(timeout)) from None
+            keep_trying(lease.try_create_all, waiting, lambda _: self._timeout_message(timeout))
         except BaseException:
             lease.release()
             raise
         lease.start()
         return lease
 
-    @contextmanager
-    def held(self, timeout_s: float | None = None) -> Iterator[FileLease]:
-        """Hold the lock for the ``with`` block."""
-        lease = self.acquire(timeout_s)
-        try:
-            yield lease
-        finally:
-            lease.release()
+    held = acquire
+    """``with provider.held() as lease:`` holds the lock for the block (a lease releases on leaving it)."""
 
     def take_over_if_dead(self, f: LockFile) -> bool:
         """Move away a lock file whose holder is dead: ours unrefreshed for ``stale_s``, Hudi's past its expiry.
@@ -263,10 +227,6 @@ class FileSystemLockProvider:
                 f"{holder or 'unknown'}{hint}")
 
 
-class _Held(Exception):
-    """A lock file is held by someone else."""
-
-
 class FileLease(LeaseBase):
     """One holding of the lock files: names its owner in them and keeps them fresh with a heartbeat thread."""
 
@@ -293,29 +253,22 @@ class FileLease(LeaseBase):
             "holder": HOLDER,
         }).encode()
 
-    def _try_create(self, f: LockFile) -> bool:
-        folder = posixpath.dirname(f.rel)
-        if folder:
-            f.storage.makedirs(folder)
-        return f.storage.write_bytes(f.rel, self._content(), overwrite=False)
-
     def try_create_all(self) -> None:
         """Create every lock file in order; on a file held by someone else, give back the ones created, take that
-        one over if its holder is dead, and raise `_Held`."""
+        one over if its holder is dead, and raise `Held`."""
         for f in self.provider.files:
-            if self._try_create(f):
+            if folder := posixpath.dirname(f.rel):
+                f.storage.makedirs(folder)
+            if f.storage.write_bytes(f.rel, self._content(), overwrite=False):
                 self._files.append(f)
                 continue
             self._give_back()
             if self.provider.take_over_if_dead(f) and not self._took_over:
                 self._took_over = True  # one take-over of the lock, whatever number of its files it moved
                 self.stats.add_takeover()
-            raise _Held(f.full_path)
+            raise Held(f.full_path)
 
     # --- the protocol's steps --------------------------------------------------------------------------------
-
-    def _not_ours(self) -> LockFile | None:
-        return next((f for f in self._files if _read_lock(f).get("owner") != self.owner), None)
 
     def _renew_once(self) -> bool:
         """Refresh every file's modification time, once each still names this holder."""
@@ -330,7 +283,7 @@ class FileLease(LeaseBase):
         return True
 
     def _check_ours(self) -> None:
-        if (f := self._not_ours()) is not None:
+        if (f := next((f for f in self._files if _read_lock(f).get("owner") != self.owner), None)) is not None:
             self.lose(f"{f.full_path} no longer names this process: another writer deleted or took it")
 
     def _give_back(self) -> None:

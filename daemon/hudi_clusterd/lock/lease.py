@@ -1,24 +1,21 @@
 """What every lease of the table lock shares: the heartbeat thread, the loss state and its counter, the hand-back.
-Each provider's lease supplies its protocol's steps only: renew once (`LeaseBase._renew_once`), check the lock is
-still its own (`LeaseBase._check_ours`), give it back once (`LeaseBase._give_back`); one step runs at a time
-(``io``).
-
-A renewal the lock service did not answer raises `Unanswered`: counted (``stats.connection_retries``), tried again
-under the lease's ``heartbeat_retry`` policy, then at the next beat. A heartbeat that dies of a defect loses the
-lease rather than let it lapse unseen. A lost lease stays lost: its first reason is kept, counted once
-(``stats.leases_lost``), and every `LeaseBase.verify` raises `LockError`. `polling` is the retry policy of every
-wait of the lock package, its pauses cut at the deadline so that a wait ends on time.
+Each provider's lease supplies its protocol's steps only (`LeaseBase._renew_once`, `LeaseBase._check_ours`,
+`LeaseBase._give_back`), one at a time (``io``). A renewal the lock service did not answer raises `Unanswered`:
+counted and tried again under ``heartbeat_retry``, then at the next beat. A lost lease stays lost (its first
+reason kept, counted once), and so does one whose heartbeat died of a defect. `polling` is the retry policy of
+every wait of the lock package, and `keep_trying` its acquire loops' end.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 import structlog
 
@@ -28,12 +25,27 @@ from hudi_clusterd.retry import NO_RETRY, RetryPolicy
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["LeaseBase", "Unanswered", "polling"]
+__all__ = ["Held", "LeaseBase", "Unanswered", "keep_trying", "polling"]
+
+T = TypeVar("T")
 
 
 class Unanswered(Exception):
     """A request to the lock service that it did not answer (a lost connection, a timeout, throttling): worth
     the same request again."""
+
+
+class Held(Exception):
+    """One attempt to take the lock did not: held by whom, or why (tried again until the wait ends)."""
+
+
+def keep_trying(attempt: Callable[[], T], policy: RetryPolicy, timed_out: Callable[[str], str]) -> T:
+    """``attempt()``, made again under ``policy`` while it raises `Held`; then `LockError` with the message
+    ``timed_out`` makes of the last `Held`'s."""
+    try:
+        return policy.call(attempt, retry_on=lambda e: isinstance(e, Held))
+    except Held as e:
+        raise LockError(timed_out(str(e))) from None
 
 
 def polling(deadline_s: float, first_s: float, cap_s: float | None = None, *,
@@ -112,9 +124,10 @@ class LeaseBase(ABC):
             self._thread = threading.Thread(target=self._beat, name="table-lock-heartbeat", daemon=True)
             self._thread.start()
 
-    def lose(self, reason: str) -> LockError:
+    def lose(self, reason: str, *, taken: bool = False) -> LockError:
         """Mark the lease lost for good (the first reason stays; counted and logged once) and return the error
-        that says so."""
+        that says so; ``taken``: another writer has the lock now, and the release leaves it alone."""
+        self.taken = self.taken or taken
         with self._state:
             first = self._lost is None
             if first:
@@ -142,10 +155,9 @@ class LeaseBase(ABC):
 
     def renew(self) -> bool:
         """One renewal (the heartbeat's): True when renewed; False when lost, released, or unanswered (counted)."""
-        try:
+        with contextlib.suppress(Unanswered):
             return self._renew_step()
-        except Unanswered:
-            return False
+        return False
 
     def _renew_step(self) -> bool:
         with self.io:
@@ -158,21 +170,18 @@ class LeaseBase(ABC):
                 log.warning("table lock renewal unanswered; tried again", lock=self.where, error=str(e))
                 raise
 
-    def _worth_retrying(self, e: BaseException) -> bool:
-        return isinstance(e, Unanswered) and not self._stop.is_set()
-
     def _beat(self) -> None:
         assert self._heartbeat_s is not None
-        r = self._heartbeat_retry
 
         def pause(seconds: float) -> None:
             self._stop.wait(seconds)
 
-        policy = RetryPolicy(r.deadline_s, r.first_s, r.cap_s, r.jitter_s, sleep=pause, clock=r.clock)
+        policy = dataclasses.replace(self._heartbeat_retry, sleep=pause)
         try:
             while not self._stop.wait(self._heartbeat_s):
                 with contextlib.suppress(Unanswered):  # tried again at the next beat
-                    policy.call(self._renew_step, retry_on=self._worth_retrying)
+                    policy.call(self._renew_step,
+                                retry_on=lambda e: isinstance(e, Unanswered) and not self._stop.is_set())
                 if self._lost is not None or self._released:
                     return
         except Exception as e:  # a defect: the lease must not outlive its heartbeat

@@ -1,13 +1,7 @@
-"""The seam every table lock implements: a :class:`LockProvider` hands out :class:`Lease` objects.
-
-A lease is one holding of a table's lock. Its holder calls :meth:`Lease.verify` right before every timeline and
-metadata-table write (``LockError`` when another writer took or deleted the lock meanwhile, after which nothing
-more is written under it) and :meth:`Lease.release` once done; a release after the lease was lost leaves the new
-holder's lock alone. ``with provider.acquire() as lease:`` releases on leaving the block.
-
-Threads of one process that take the same lock queue on an in-process mutex instead of polling the shared lock:
-:class:`LocalMutexes` holds one per lock, and is owned by whoever builds the providers (one per daemon), so that
-every provider of one table built from it shares the table's mutex.
+"""The seam every table lock implements: a :class:`LockProvider` hands out :class:`Lease` objects, whose holder
+calls :meth:`Lease.verify` right before every timeline and metadata-table write and :meth:`Lease.release` once
+done (``with provider.acquire() as lease:``). Threads of one process that take the same lock queue on one
+in-process mutex (:class:`LocalMutexes`, one per daemon, shared by every provider of a table built from it).
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """The lock a table's writers name, read from its ``hoodie.write.lock.*`` keys (Apache Hudi's own).
 
-``hoodie.write.lock.provider`` names the writers' lock provider class; the daemon must take the same lock.
-:data:`PROVIDERS` maps each class name the daemon implements to that implementation, one entry per class; the
-key unset means ``FileSystemBasedLockProvider``. Any other class (``InProcessLockProvider``,
-``HiveMetastoreBasedLockProvider`` or an unknown one) is refused with one ``ConfigError`` line naming it and the
-providers to use instead.
-
-Besides the ``hoodie.write.lock.*`` keys a lock may depend on the table's ``hoodie.table.name`` (Hudi's default
-ZooKeeper lock key and DynamoDB partition key) and ``hoodie.base.path`` (hashed into the implicit ZooKeeper lock
-path).
-
-:func:`lock_properties` keeps the ``hoodie.write.lock.*`` keys and the ``hoodie.aws.*`` credentials; a secret among
-them never appears in a message or a log line.
-
-How long to wait for the lock and when a daemon's own lock counts as dead are the daemon's settings
-(``clusterd.lock.timeout.seconds``, ``clusterd.lock.stale.seconds``), passed in by the caller. The storage lock
-has no stale time of the daemon's: its leases last what the writers' ``hoodie.write.lock.storage.*`` keys say.
+:data:`PROVIDERS` maps each ``hoodie.write.lock.provider`` class the daemon implements to that implementation
+(unset: ``FileSystemBasedLockProvider``); any other class is refused in one ``ConfigError`` line naming it and the
+providers to use instead. A lock may also depend on ``hoodie.table.name`` and ``hoodie.base.path``
+(:mod:`.table_keys`). How long to wait for the lock and when a daemon's own file lock counts as dead are the
+daemon's settings (``clusterd.lock.timeout.seconds``, ``clusterd.lock.stale.seconds``), passed in by the caller.
 """
 
 from __future__ import annotations
@@ -23,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from hudi_clusterd.domain.keys import Key, KeyReader, reference_rows
 from hudi_clusterd.domain.values import optional_text
@@ -73,6 +62,7 @@ LOCK_PREFIX = "hoodie.write.lock."
 AWS_PREFIX = "hoodie.aws."
 PROVIDER_KEY = "hoodie.write.lock.provider"
 FILE_SYSTEM_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+T = TypeVar("T")
 
 
 class _Build(Protocol):
@@ -89,19 +79,22 @@ class Registration:
     build: _Build
 
 
-def _file_system(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
-                 mutexes: LocalMutexes | None) -> LockProvider:
-    options, problems = file_lock_options(props, timeout_s=timeout_s, stale_s=stale_s)
+def _valid(found: tuple[T | None, list[str]]) -> T:
+    options, problems = found
     if options is None:
         raise ConfigError("invalid table lock settings", problems)
+    return options
+
+
+def _file_system(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
+                 mutexes: LocalMutexes | None) -> LockProvider:
+    options = _valid(file_lock_options(props, timeout_s=timeout_s, stale_s=stale_s))
     return FileSystemLockProvider(storage, options, mutexes=mutexes)
 
 
 def _storage(props: Mapping[str, str], storage: Storage, *, timeout_s: float, stale_s: float,
              mutexes: LocalMutexes | None) -> LockProvider:
-    times, problems = storage_lock_times(props)
-    if times is None:
-        raise ConfigError("invalid table lock settings", problems)
+    times = _valid(storage_lock_times(props))
     return StorageLockProvider(storage, validity_s=times.validity_s, renew_interval_s=times.renew_interval_s,
                                timeout_s=timeout_s, mutexes=mutexes)
 
@@ -112,10 +105,8 @@ def _zookeeper_builder(implicit: bool) -> _Build:
         # stale_s has no part here: a ZooKeeper lock dies with its holder's session
         from hudi_clusterd.lock.zookeeper import ZooKeeperLockProvider  # kazoo only for a table that uses it
 
-        options, problems = zookeeper_options(props, implicit=implicit, table_base_uri=storage.base_uri,
-                                              timeout_s=timeout_s)
-        if options is None:
-            raise ConfigError("invalid table lock settings", problems)
+        options = _valid(zookeeper_options(props, implicit=implicit, table_base_uri=storage.base_uri,
+                                           timeout_s=timeout_s))
         return ZooKeeperLockProvider(options, storage, mutexes=mutexes)
 
     return build
@@ -127,9 +118,7 @@ def _dynamodb_builder(implicit: bool) -> _Build:
         # stale_s has no part here: a holder's lease is in its item
         from hudi_clusterd.lock.dynamodb import DynamoDBLockProvider  # boto3 only for a table that uses it
 
-        config, problems = dynamodb_lock_config(props, implicit=implicit)
-        if config is None:
-            raise ConfigError("invalid table lock settings", problems)
+        config = _valid(dynamodb_lock_config(props, implicit=implicit))
         return DynamoDBLockProvider(config, storage, timeout_s=timeout_s, mutexes=mutexes)
 
     return build
@@ -141,7 +130,8 @@ PROVIDERS: Mapping[str, Registration] = MappingProxyType({
     ZOOKEEPER_PROVIDER: Registration(zookeeper_problems, _zookeeper_builder(implicit=False)),
     IMPLICIT_ZOOKEEPER_PROVIDER: Registration(lambda props: zookeeper_problems(props, implicit=True),
                                               _zookeeper_builder(implicit=True)),
-    DYNAMODB_PROVIDER: Registration(lambda props: dynamodb_lock_config(props)[1], _dynamodb_builder(implicit=False)),
+    DYNAMODB_PROVIDER: Registration(lambda props: dynamodb_lock_config(props)[1],
+                                    _dynamodb_builder(implicit=False)),
     DYNAMODB_IMPLICIT_PROVIDER: Registration(lambda props: dynamodb_lock_config(props, implicit=True)[1],
                                              _dynamodb_builder(implicit=True)),
 })

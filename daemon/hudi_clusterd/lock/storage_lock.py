@@ -1,38 +1,21 @@
 """Apache Hudi's storage-based table lock (``StorageBasedLockProvider``, Hudi 1.0.2+), held through the storage's
-conditional writes, on any storage that creates atomically and compares and swaps (`Capabilities`).
+conditional writes on a storage that creates atomically and compares and swaps; docs/lock.md gives the protocol,
+the lock file and its JSON are `storage_lock_format`'s.
 
-The lock file and its JSON are `storage_lock_format`'s. The protocol, Hudi's:
+- **Acquire.** Read the file's version, then its content (so that a write in between fails the overwrite). No
+  file: create it; a file nobody holds: overwrite it on the version read. A lost race is tried again every second
+  until the timeout. A file naming this acquisition's owner is its own write whose answer was lost: held.
+- **Renew.** The heartbeat rewrites it every renew interval on the version last written; a failed condition on a
+  file that still names this lease is its own landed write, adopted; any other file loses the lease.
+- **Release.** ``expired: true`` with the same ``validUntil``, on the version last written; never deleted. An
+  acquisition that fails after a write of its own expires that write.
+- **Every write changes the bytes**: a new owner per lease, ``validUntil`` growing by 1 ms at least.
 
-- **Acquire.** Read the lock file's version, then its content (in that order: a write between the two changes the
-  version, so the write below fails rather than replace a lock judged on older content). No file: create it
-  (``PutMode.CREATE``). A file nobody holds (``expired``, or the wall clock past ``validUntil`` + 500 ms):
-  overwrite it on the version read (``if_match``). Both write ``validUntil = now + validity`` and a new owner (a
-  random UUID per lease). A lost race (the create finds a file, the overwrite fails its condition) means another
-  writer took the lock; the attempt is repeated every second until the timeout. A lock file naming this
-  acquisition's own owner is its own write whose answer was lost: the lock is held, not waited for.
-- **Renew.** A heartbeat thread rewrites the file every renew interval with a later ``validUntil``, on the version
-  it last wrote. A failed condition on a file that still names this lease is an earlier write of its own whose
-  answer was lost: the renewal is made on that version. Otherwise another writer changed the file: the lease is
-  lost, renewals stop. A storage that cannot be reached is tried again at the next renewal
-  (``stats.connection_retries``).
-- **Release.** Stop the heartbeat, then write ``expired: true`` with the same ``validUntil`` on the version last
-  written, or on the version of a write of its own whose answer was lost (a lock another writer took meanwhile
-  is left to it). The file is never deleted. An acquisition that fails after a write of its own may have landed
-  expires that write.
-- **Every write changes the bytes** (an S3 ETag is an MD5 of them; an ``if_match`` must never succeed against
-  someone else's identical write): owners differ between leases, and within one lease ``validUntil`` only grows
-  (by 1 ms at least when the wall clock stood still or went back) until the release flips ``expired``.
+`Storage.put` settles most writes whose answer was lost by reading back; the rest are recognised by the owner.
 
-Writes whose answer was lost are first settled by `Storage.put` (it reads the file back); what it cannot settle
-is recognised here by the owner, new per acquisition and written by nobody else.
-
-A lease is not a fence: storage cannot refuse a write from a holder whose lease ran out (a paused process, a
-partition). So `StorageLease.verify` (`LeaseBase`), called before every timeline write, fails from the moment a
-renewal found another writer's file, the file no longer names this lease, the heartbeat thread died, or the last
-successful write *started* longer ago than the validity less the drift allowance and one renew interval
-(`lease_limit_s`, measured on a clock that counts while the process is stopped). The heartbeat checks that age too
-before it writes, so a process resumed after a pause never renews a lease whose time ran out (its conditional write
-would succeed if nobody had taken the lock yet).
+A lease is not a fence: ``verify`` fails once a renewal found another writer's file, the file no longer names
+this lease, the heartbeat died, or the last successful write started more than `lease_limit_s` ago (on
+`lease_clock`); the heartbeat checks that age before it writes, so a resumed process never renews a lapsed lease.
 """
 
 from __future__ import annotations
@@ -45,7 +28,7 @@ from datetime import UTC, datetime
 import structlog
 
 from hudi_clusterd.errors import LockError, PreconditionFailed, StorageError
-from hudi_clusterd.lock.lease import LeaseBase, Unanswered, polling
+from hudi_clusterd.lock.lease import Held, LeaseBase, Unanswered, keep_trying, polling
 from hudi_clusterd.lock.provider import LocalMutexes, lease_clock, take_mutex
 from hudi_clusterd.lock.storage_lock_format import (
     CLOCK_DRIFT_S,
@@ -73,17 +56,13 @@ def _iso(epoch_ms: int) -> str:
     return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
-class _NotYet(Exception):
-    """One attempt to take the lock did not: why."""
-
-
 class StorageLockProvider:
     """Hudi's storage-based lock on one table (see the module docstring).
 
-    ``validity_s`` and ``renew_interval_s`` are the writers' ``hoodie.write.lock.storage.*`` times (checked against
-    Hudi's constraints where the keys are read, not here). ``clock`` (seconds since the epoch) is the wall clock
-    ``validUntil`` is read and written with; ``elapsed`` measures the age of a lease's last write. ``mutexes``:
-    threads of this process queue on the mutex of the lock file there instead of polling the file.
+    ``validity_s`` and ``renew_interval_s`` are the writers' ``hoodie.write.lock.storage.*`` times (Hudi's
+    constraints are checked where the keys are read; here only that they leave a margin). ``clock`` (seconds
+    since the epoch) is the wall clock ``validUntil`` is read and written with; ``elapsed`` measures the age of a
+    lease's last write. ``mutexes``: threads of this process queue on the mutex of the lock file there.
     ``release_retry``: how a release the storage did not take is tried again."""
 
     def __init__(self, storage: Storage, *, validity_s: float = DEFAULT_VALIDITY_S,
@@ -99,17 +78,13 @@ class StorageLockProvider:
                             f"timeout ({timeout_s:g}s) must be >= 0")
         self.validity_s = validity_s
         self.renew_interval_s = renew_interval_s
-        self._timeout_s = timeout_s
+        self.timeout_s = timeout_s
         self.clock = clock
         self.elapsed = elapsed
         self.retry_interval_s = retry_interval_s
         self.release_retry = release_retry
         self.stats = LockStats()
         self.mutex = (mutexes or LocalMutexes()).for_key(self.full_path)
-
-    @property
-    def timeout_s(self) -> float:
-        return self._timeout_s
 
     @property
     def lease_limit_s(self) -> float:
@@ -157,12 +132,9 @@ class StorageLockProvider:
         owner = str(uuid.uuid4())
         sent: list[float] = []  # when each write of ours that may have landed was sent
         try:
-            try:
-                lease = waiting.call(lambda: self._attempt(owner, sent),
-                                     retry_on=lambda e: isinstance(e, _NotYet))
-            except _NotYet as e:
-                raise LockError(f"{self.full_path}: timed out after {timeout:g}s waiting for the table lock "
-                                f"({e})") from None
+            lease = keep_trying(lambda: self._attempt(owner, sent), waiting,
+                                lambda why: f"{self.full_path}: timed out after {timeout:g}s waiting for the table "
+                                            f"lock ({why})")
         except BaseException:
             try:
                 if sent:
@@ -175,35 +147,35 @@ class StorageLockProvider:
         return lease
 
     def _attempt(self, owner: str, sent: list[float]) -> StorageLease:
-        """One try: the lease, or `_NotYet` saying why there is none."""
+        """One try: the lease, or `Held` saying why there is none."""
         started = self.elapsed()
         try:
             found = self.read()
         except StorageError as e:
             self.stats.add_connection_retry()
             log.warning("table lock could not be read; tried again", lock=self.full_path, error=str(e))
-            raise _NotYet(f"the lock file could not be read: {e}") from None
+            raise Held(f"the lock file could not be read: {e}") from None
         now_ms = self.now_ms()
         if found is not None and found[0].owner == owner and found[0].held_at(now_ms) and sent:
             log.info("table lock write landed, its answer lost: held", lock=self.full_path, owner=owner)
             return StorageLease(self, found[0], found[1], min(sent))
         if found is not None and found[0].owner != owner and found[0].held_at(now_ms):
-            raise _NotYet(f"held by {found[0].owner} until {_iso(found[0].valid_until_ms)}")
+            raise Held(f"held by {found[0].owner} until {_iso(found[0].valid_until_ms)}")
         data = LockData(False, now_ms + int(self.validity_s * 1000), owner)
         sent.append(started)
         try:
             if found is None:
                 written = self.storage.put(LOCK_FILE, data.to_json(), mode=PutMode.CREATE)
                 if written is None:
-                    raise _NotYet("another writer created the lock file first")
+                    raise Held("another writer created the lock file first")
             else:
                 written = self.storage.put(LOCK_FILE, data.to_json(), if_match=found[1])
         except PreconditionFailed:
-            raise _NotYet("another writer took it first") from None
+            raise Held("another writer took it first") from None
         except StorageError as e:
             self.stats.add_connection_retry()
             log.warning("table lock could not be written; tried again", lock=self.full_path, error=str(e))
-            raise _NotYet(f"the lock file could not be written: {e}") from None
+            raise Held(f"the lock file could not be written: {e}") from None
         if found is not None and not found[0].expired and found[0].owner != owner:
             self.stats.add_takeover()
             log.warning("took over a table lock whose holder stopped renewing it", lock=self.full_path,
@@ -294,12 +266,10 @@ class StorageLease(LeaseBase):
         try:
             self._write(data, started)
         except PreconditionFailed:
-            self.taken = True
-            self.lose("another writer changed or removed the lock file")
+            self.lose("another writer changed or removed the lock file", taken=True)
             return False
         except LockError as e:  # the file is no lock any more
-            self.taken = True
-            self.lose(str(e))
+            self.lose(str(e), taken=True)
             return False
         return True
 
@@ -315,15 +285,13 @@ class StorageLease(LeaseBase):
                 return
             found = p.read()
         except LockError as e:
-            self.taken = True
-            self.lose(str(e))
+            self.lose(str(e), taken=True)
             return
         except StorageError as e:
             raise LockError(f"{p.full_path}: the table lock could not be checked before a write: {e}") from e
-        self.taken = True
         self.lose("the lock file was deleted" if found is None else
                   f"the lock file now names {found[0].owner}" if found[0].owner != self.owner else
-                  "the lock file says it expired")
+                  "the lock file says it expired", taken=True)
 
     def _give_back(self) -> None:
         """Mark the lock expired with the same ``validUntil``."""

@@ -1,14 +1,7 @@
-"""What Apache Hudi's ``StorageBasedLockProvider`` (Hudi 1.0.2+, RFC-91) keeps in storage and reads from its keys.
-
-The lock is one file, ``<base>/.hoodie/.locks/table_lock.json``, never deleted, holding
-``{"expired": <bool>, "validUntil": <epoch ms>, "owner": "<uuid>"}``: the three fields are required and non-null,
-their order does not matter and other fields are ignored. The lock is held by its owner while ``expired`` is
-false and the reader's wall clock is at most ``validUntil`` plus Hudi's clock drift allowance (500 ms).
-
-The writers set how long one write holds the lock (``hoodie.write.lock.storage.validity.timeout.secs``) and how
-often a holder renews it (``hoodie.write.lock.storage.renew.interval.secs``, alias
-``hoodie.write.lock.storage.heartbeat.poll.secs``), with Hudi's constraints: validity at least 10 s and at least
-10 renew intervals, renew interval at least 1 s.
+"""What Apache Hudi's ``StorageBasedLockProvider`` (Hudi 1.0.2+, RFC-91) keeps in storage and reads from its keys:
+one file, ``.hoodie/.locks/table_lock.json``, never deleted, holding ``{"expired": <bool>, "validUntil": <epoch
+ms>, "owner": "<uuid>"}`` (other fields ignored), held while not expired and until ``validUntil`` plus 500 ms; and
+the writers' validity and renew interval, checked with Hudi's constraints.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The table keys a lock infers its place from, and the one reading of the table's name.
-
-Hudi's ``ZookeeperBasedLockProvider`` names its lock after ``hoodie.table.name`` when
-``hoodie.write.lock.zookeeper.lock_key`` is unset, and ``DynamoDBBasedLockProvider`` its item when
-``hoodie.write.lock.dynamodb.partition_key`` is unset. The daemon does the same, in one way
-(:func:`table_name`): the name the properties give, else the ``hoodie.table.name`` of the table's
-``.hoodie/hoodie.properties`` (its ``.backup`` when the file cannot be read, as Hudi reads it).
-``hoodie.base.path`` is the writers' base path, hashed by Hudi 1.x's implicit providers.
+"""The table keys a lock infers its place from, and the one reading of the table's name (:func:`table_name`): the
+``hoodie.table.name`` the properties give, else the one of the table's ``hoodie.properties`` (its ``.backup`` when
+the file cannot be read, as Hudi reads it). ``hoodie.base.path`` is hashed by Hudi 1.x's implicit providers.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
-"""The ZooKeeper lock provider: the mutex Apache Hudi's ``ZookeeperBasedLockProvider`` (Curator's
-``InterProcessMutex``) takes, held with kazoo.
+"""The ZooKeeper lock provider: the mutex of Apache Hudi's ``ZookeeperBasedLockProvider`` (Curator's
+``InterProcessMutex``), held with kazoo; docs/lock.md describes it.
 
-Curator's mutex, which Hudi's writers use, is a queue of EPHEMERAL_SEQUENTIAL nodes under the lock path
-(``_c_<uuid>-lock-<seq>``). Every contender sorts *all* children of the lock path by the text after the last
-``lock-`` (the whole name when there is none); the first holds the lock, every other one watches the node just
-before it. The daemon joins the same queue with a node of the same shape, sorts by the same rule and creates
-nothing else under the lock path, so Hudi's writers and the daemon exclude each other both ways (kazoo's own
-``Lock`` names its nodes ``<uuid>__lock__<seq>``, which Curator sorts by the whole name: no exclusion).
-
-A ZooKeeper lock is a lease, not a fence: the node lives as long as the session. Once the connection is suspended
-(the session may already have expired at the server) or the session is lost, the lease counts as lost for good
-and ``verify`` (`LeaseBase`) raises ``LockError``; otherwise ``verify`` checks, with one ``exists`` call, that
-the node is still there and still the session's. A lock whose holder's session ended is taken over by the
-ZooKeeper server (it removes the node), so this provider counts no take-overs of its own.
-
-Each acquisition has its own kazoo client (one ZooKeeper session), started by :meth:`ZooKeeperLockProvider.acquire`
-and stopped by :meth:`ZooKeeperLease.release`, as Hudi's writers build a Curator client per acquisition. A lost
-session therefore never carries over to the next lease, no thread runs between acquisitions, and stopping the
-client ends the session, which removes the node at once even when deleting it failed.
+Curator's mutex is a queue of EPHEMERAL_SEQUENTIAL nodes ``_c_<uuid>-lock-<seq>`` under the lock path, sorted by
+the text after the last ``lock-``: the first holds the lock, every other one watches the node before it. The
+daemon joins that queue with nodes of the same shape and creates nothing else there (kazoo's own ``Lock`` names
+its nodes differently and would exclude no Hudi writer). Each acquisition has its own client and session, ended
+by the release (which removes the node even when deleting it failed). The session is the lease: once the
+connection is suspended or lost the lease is lost for good; otherwise ``verify`` checks the node with one
+``exists`` call. A dead holder's node is removed by the server, so the provider counts no take-overs.
 """
 
 from __future__ import annotations
@@ -47,7 +37,6 @@ log = structlog.get_logger(__name__)
 LOCK_NAME = "lock-"
 """Curator's node name of ``InterProcessMutex``: contenders sort by the text after its last occurrence."""
 PROTECTED_PREFIX = "_c_"
-PROPERTIES_FILE = ".hoodie/hoodie.properties"
 
 
 def _kazoo_logger() -> logging.Logger:
@@ -67,8 +56,6 @@ def curator_sort_key(child: str) -> str:
 def curator_order(children: Iterable[str]) -> list[str]:
     """Children of a lock path in Curator's order (a stable sort, as Java's): the first one holds the lock."""
     return sorted(children, key=curator_sort_key)
-
-
 
 
 class _CountingRetry:
@@ -114,8 +101,9 @@ class ZooKeeperLockProvider:
         self.storage = storage
         self.stats = LockStats()
         self._lock_key = options.lock_key
+        table = "" if storage is None else storage.full_path()
         self._mutex = (mutexes or LocalMutexes()).for_key(f"zookeeper://{options.connect}|{options.base_path}|"
-                                                          f"{options.lock_key or self._table_uri()}")
+                                                          f"{options.lock_key or table}")
 
     @property
     def timeout_s(self) -> float:
@@ -125,7 +113,7 @@ class ZooKeeperLockProvider:
     def lock_path(self) -> str:
         """``<base_path>/<lock_key>``, the lock key read from the table when the options name none."""
         if self._lock_key is None:
-            self._lock_key = self._table_name()
+            self._lock_key = table_name(None, self.storage, instead_of=LOCK_KEY.name)
         return self.options.lock_path(self._lock_key)
 
     def describe(self) -> str:
@@ -173,12 +161,6 @@ class ZooKeeperLockProvider:
                             "(hoodie.write.lock.zookeeper.connection_timeout_ms); is ZooKeeper running there?"
                             ) from None
         return client
-
-    def _table_uri(self) -> str:
-        return "" if self.storage is None else self.storage.full_path()
-
-    def _table_name(self) -> str:
-        return table_name(None, self.storage, instead_of=LOCK_KEY.name)
 
 
 class ZooKeeperLease(LeaseBase):
@@ -298,14 +280,11 @@ class ZooKeeperLease(LeaseBase):
 
 def _stop(client: Any) -> None:
     """End the client's session and its threads, whatever state it is in."""
-    try:
-        client.stop()
-    except Exception as e:
-        log.warning("stopping the ZooKeeper client failed", error=e.__class__.__name__)
-    try:
-        client.close()
-    except Exception as e:
-        log.warning("closing the ZooKeeper client failed", error=e.__class__.__name__)
+    for step in (client.stop, client.close):
+        try:
+            step()
+        except Exception as e:
+            log.warning("stopping the ZooKeeper client failed", step=step.__name__, error=e.__class__.__name__)
 
 
 def _text(data: bytes | None) -> str:

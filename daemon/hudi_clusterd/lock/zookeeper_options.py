@@ -25,17 +25,10 @@ log = structlog.get_logger(__name__)
 
 ZOOKEEPER_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
 IMPLICIT_ZOOKEEPER_PROVIDER = "org.apache.hudi.client.transaction.lock.ZookeeperBasedImplicitBasePathLockProvider"
-
-
 IMPLICIT_ROOT = "/tmp/"
 IMPLICIT_LOCK_KEY = "lock_key"
 """The implicit provider's lock key: this literal text, whatever ``hoodie.write.lock.zookeeper.lock_key`` says."""
 DEFAULT_APP_ID = "hudi-clusterd"
-
-
-
-def _text(raw: str) -> str:
-    return raw.strip()
 
 
 def _connect_string(raw: str) -> str:
@@ -59,7 +52,7 @@ URL = Key("hoodie.write.lock.zookeeper.url", None, _connect_string, (
     "ZooKeeper lock: the writers' connect string, host:port[,host:port][/chroot], used as is (required)."))
 PORT = Key("hoodie.write.lock.zookeeper.port", None, optional_text, (
     f"Ignored by Apache Hudi and by the daemon (a warning says so): put the port in {URL.name}."))
-BASE_PATH = Key("hoodie.write.lock.zookeeper.base_path", None, _text, (
+BASE_PATH = Key("hoodie.write.lock.zookeeper.base_path", None, str.strip, (
     "ZookeeperBasedLockProvider: the ZooKeeper path under which the writers lock (required); the lock is "
     "<base_path>/<lock_key>."))
 LOCK_KEY = Key("hoodie.write.lock.zookeeper.lock_key", None, optional_text, (
@@ -89,7 +82,7 @@ _BAD_PATH_CHARS = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uf
 
 @dataclass(frozen=True, slots=True)
 class ZooKeeperOptions:
-    """Where the writers' ZooKeeper lock is and how to reach it.
+    """Where the writers' ZooKeeper lock is and how to reach it (the defaults are the keys').
 
     ``lock_key`` ``None`` means the table's ``hoodie.table.name`` (read from ``hoodie.properties`` when first
     needed), as Hudi infers it."""
@@ -97,11 +90,11 @@ class ZooKeeperOptions:
     connect: str
     base_path: str
     lock_key: str | None
-    session_timeout_ms: int = 60_000
-    connection_timeout_ms: int = 15_000
-    num_retries: int = 15
-    retry_wait_ms: int = 1_000
-    retry_max_wait_ms: int = 16_000
+    session_timeout_ms: int = SESSION_TIMEOUT.parse(SESSION_TIMEOUT.default or "")
+    connection_timeout_ms: int = CONNECTION_TIMEOUT.parse(CONNECTION_TIMEOUT.default or "")
+    num_retries: int = NUM_RETRIES.parse(NUM_RETRIES.default or "")
+    retry_wait_ms: int = RETRY_WAIT.parse(RETRY_WAIT.default or "")
+    retry_max_wait_ms: int = RETRY_MAX_WAIT.parse(RETRY_MAX_WAIT.default or "")
     app_id: str = DEFAULT_APP_ID
     timeout_s: float = 60.0
 
