@@ -8,8 +8,10 @@ DELETE (DELETE blocks) and an upsert of ``_hoodie_is_deleted`` rows (``tests/har
 Hudi's snapshot read row for row, and, on a copy Hudi compacts, Hudi's compacted base files on every column but
 ``_hoodie_file_name``.
 
-§3.4: Hudi 1.2.0 also reads (a copy of) Hudi 0.15.0's version-6 table, and each release's answer must be what our
-``MergeRule`` of that release gives.
+Hudi 1.0.2 (version 8) writes and reads the same way in the long run (``-m slow``).
+
+§3.4: Hudi 1.2.0 (and 1.0.2) also reads (a copy of) Hudi 0.15.0's version-6 table, and each release's answer must
+be what our ``MergeRule`` of that release gives.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.formats.log import MergeRule, Payload, Release
-from tests.harness.apache_hudi import HudiWorker, HudiWorkers, read_hoodie_properties
-from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_2_V9, HudiSetup
+from tests.harness.apache_hudi import HudiRequestError, HudiWorker, HudiWorkers, read_hoodie_properties
+from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_0_2, HUDI_1_2_V9, HudiSetup
 from tests.harness.mor_oracle import (
     ORDERING,
     FileSlice,
@@ -40,7 +42,9 @@ from tests.harness.mor_oracle import (
 
 pytestmark = [pytest.mark.hudi]
 
-RUNS = (HUDI_0_15, HUDI_1_2_V9)
+# Hudi 1.0.2 (table version 8) repeats the 1.x side in the long run only
+RUNS = (HUDI_0_15, HUDI_1_2_V9, pytest.param(HUDI_1_0_2, marks=pytest.mark.slow))
+IDS = ("hudi-0.15", "hudi-1.2-v9", "hudi-1.0.2")
 DATA_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
                 "id", "part", "ts", "value")
 OUT_OF_ORDER = ("k00", "k01", "k08", "k15")  # upserted at ts 30, then at ts 20, never deleted
@@ -53,7 +57,8 @@ class OracleTable:
     workload: Workload
     snapshot: pa.Table  # Hudi's snapshot read, by the writing release
     compacted: Path  # a copy Hudi compacted
-    v6_read_by_1_2: pa.Table | None  # (Hudi 1.2 only) its snapshot read of a copy of Hudi 0.15's table
+    compaction_error: str | None  # (Hudi 1.0.2 only) why its compaction of the copy failed
+    v6_read_by_1_x: pa.Table | None  # (Hudi 1.x only) its snapshot read of a copy of Hudi 0.15's table
 
 
 _WRITTEN: dict[str, OracleTable] = {}
@@ -93,16 +98,22 @@ def oracle(request: pytest.FixtureRequest, hudi_workers: HudiWorkers,
         "Hudi compacted while the workload was written"
     snapshot = hudi.read(path)
     compacted = _copy(path, root / "compacted")
-    hudi.sql(f"CALL run_compaction(op => 'scheduleAndExecute', path => '{compacted}')")
+    compaction_error = None
+    try:
+        hudi.sql(f"CALL run_compaction(op => 'scheduleAndExecute', path => '{compacted}')")
+    except HudiRequestError as exc:
+        if setup is not HUDI_1_0_2:
+            raise
+        compaction_error = str(exc)
     v6_read = None
     if setup.hudi_version != HUDI_0_15.hudi_version and HUDI_0_15.name in _WRITTEN:
-        v6_read = hudi.read(_copy(_WRITTEN[HUDI_0_15.name].path, root / "v6_by_1_2"))
-    written = OracleTable(setup, path, workload, snapshot, compacted, v6_read)
+        v6_read = hudi.read(_copy(_WRITTEN[HUDI_0_15.name].path, root / "v6_by_1_x"))
+    written = OracleTable(setup, path, workload, snapshot, compacted, compaction_error, v6_read)
     _WRITTEN[setup.name] = written
     yield written
 
 
-@pytest.mark.parametrize("oracle", RUNS, indirect=True, scope="module", ids=[s.name for s in RUNS])
+@pytest.mark.parametrize("oracle", RUNS, indirect=True, scope="module", ids=IDS)
 def test_our_merge_of_every_latest_slice_equals_hudis_snapshot_read(oracle: OracleTable) -> None:
     slices, ours = _our_merge(oracle.path, _rule(oracle.path))
     assert len(slices) >= 5  # two inserts into two partitions, then an upsert's new key
@@ -114,8 +125,10 @@ def test_our_merge_of_every_latest_slice_equals_hudis_snapshot_read(oracle: Orac
     assert {"k00", "k16"} <= set(expected)
 
 
-@pytest.mark.parametrize("oracle", RUNS, indirect=True, scope="module", ids=[s.name for s in RUNS])
+@pytest.mark.parametrize("oracle", RUNS, indirect=True, scope="module", ids=IDS)
 def test_our_merge_equals_hudis_compaction_on_every_column_but_the_file_name(oracle: OracleTable) -> None:
+    if oracle.compaction_error is not None:
+        pytest.skip(f"Hudi 1.0.2 cannot compact this table: {oracle.compaction_error}")
     before = set(completed_instants(oracle.path))
     [compaction] = sorted(set(completed_instants(oracle.compacted)) - before)
     version = int(read_hoodie_properties(oracle.path)["hoodie.table.version"])
@@ -129,7 +142,7 @@ def test_our_merge_equals_hudis_compaction_on_every_column_but_the_file_name(ora
     assert without_file_name(ours).equals(without_file_name(expected))
 
 
-@pytest.mark.parametrize("oracle", RUNS, indirect=True, scope="module", ids=[s.name for s in RUNS])
+@pytest.mark.parametrize("oracle", RUNS, indirect=True, scope="module", ids=IDS)
 def test_the_0_15_and_1_2_readers_of_a_version_6_overwrite_table_match_our_release_switch(
         oracle: OracleTable) -> None:
     """hudi-mor-reference §3.4 on Hudi 0.15.0's version-6 OverwriteWithLatestAvroPayload table."""
@@ -138,13 +151,15 @@ def test_the_0_15_and_1_2_readers_of_a_version_6_overwrite_table_match_our_relea
     v6 = _WRITTEN[HUDI_0_15.name]
     assert read_hoodie_properties(v6.path).get("hoodie.compaction.payload.class",
                                                Payload.OVERWRITE_WITH_LATEST) == Payload.OVERWRITE_WITH_LATEST
-    hudi_read = v6.snapshot if oracle.setup is HUDI_0_15 else oracle.v6_read_by_1_2
+    hudi_read = v6.snapshot if oracle.setup is HUDI_0_15 else oracle.v6_read_by_1_x
     assert hudi_read is not None
     release = Release.HUDI_0_15 if oracle.setup is HUDI_0_15 else Release.HUDI_1_X
     other = Release.HUDI_1_X if release is Release.HUDI_0_15 else Release.HUDI_0_15
     expected = rows_by_key(hudi_read, DATA_COLUMNS)
     assert rows_by_key(_our_merge(v6.path, _rule(v6.path, release))[1], DATA_COLUMNS) == expected
     assert rows_by_key(_our_merge(v6.path, _rule(v6.path, other))[1], DATA_COLUMNS) != expected
-    # 0.15 pre-combines the logs by ordering (ts 30 wins); 1.2 infers COMMIT_TIME_ORDERING (the later ts 20 wins)
+    # 0.15 pre-combines the logs by ordering (ts 30 wins); 1.x infers COMMIT_TIME_ORDERING (the later ts 20 wins)
     wanted = 30 if release is Release.HUDI_0_15 else 20
     assert {expected[k]["ts"] for k in OUT_OF_ORDER} == {wanted}
+    # both take a log record over the base row whatever its ordering: an update and a _hoodie_is_deleted row
+    assert expected["k02"]["ts"] == 5 and "k05" not in expected
