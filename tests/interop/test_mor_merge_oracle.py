@@ -115,7 +115,8 @@ def oracle(request: pytest.FixtureRequest, hudi_workers: HudiWorkers,
 
 @pytest.mark.parametrize("oracle", RUNS, indirect=True, scope="module", ids=IDS)
 def test_our_merge_of_every_latest_slice_equals_hudis_snapshot_read(oracle: OracleTable) -> None:
-    slices, ours = _our_merge(oracle.path, _rule(oracle.path))
+    rule = _rule(oracle.path)
+    slices, ours = _our_merge(oracle.path, rule)
     assert len(slices) >= 5  # two inserts into two partitions, then an upsert's new key
     assert sum(bool(s.logs) for s in slices) >= 3  # logs in several file groups
     expected = rows_by_key(oracle.snapshot, DATA_COLUMNS)
@@ -123,6 +124,9 @@ def test_our_merge_of_every_latest_slice_equals_hudis_snapshot_read(oracle: Orac
     # the workload reached Hudi: deletes of both kinds applied, out-of-order upserts merged
     assert {"k03", "k10", "k06", "k04", "k11", "k09"}.isdisjoint(expected)
     assert {"k00", "k16"} <= set(expected)
+    # a log record under its base row's ordering value (an update at 5, a _hoodie_is_deleted row at 1; base 10):
+    # event-time ordering keeps the base row, the others take the log record
+    assert (expected["k02"]["ts"], "k05" in expected) == ((10, True) if rule.base_by_ordering else (5, False))
 
 
 @pytest.mark.parametrize("oracle", RUNS, indirect=True, scope="module", ids=IDS)
