@@ -174,8 +174,8 @@ class Storage(ABC):
 
     def s3a_options(self) -> dict[str, str] | None:
         """The Hadoop settings (``fs.s3a.bucket.<bucket>.*``) with which Spark's S3A connector reaches this
-        storage's objects as this process does (`object_hadoop`); None where S3A does not serve them (local
-        folders, memory volumes, GCS, Azure). They hold credentials: never log them."""
+        storage's objects as this process does (`object_config.s3a_bucket_options`); None where S3A does not serve
+        them (local folders, memory volumes, GCS, Azure). They hold credentials: never log them."""
         return None
 
     # --- paths ------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Storage on object stores (S3, GCS, Azure) through obstore, the Python binding of Rust's ``object_store``.
 
-Paths are keys below the base URI's key; the client (`object_client`) is built on first I/O (`object_config`:
-options, then the environment, then the SDKs' credential chains) and shared, with its `RequestCounts`, by every
+Paths are keys below the base URI's key; the client (`object_config.ObjectClient`) is built on first I/O
+(options, then the environment, then the SDKs' credential chains) and shared, with its `RequestCounts`, by every
 ``child``. What it guarantees (`Capabilities`):
 
 - **Create-if-absent and compare-and-swap are atomic**: ``PutMode.CREATE`` is a conditional ``PUT``
@@ -47,10 +47,14 @@ import pyarrow as pa
 
 from hudi_clusterd.errors import PreconditionFailed, StorageError
 from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, join
-from hudi_clusterd.storage.object_client import ObjectClient
-from hudi_clusterd.storage.object_config import MemoryBuckets, parse_location, versions
+from hudi_clusterd.storage.object_config import (
+    MemoryBuckets,
+    ObjectClient,
+    parse_location,
+    s3a_bucket_options,
+    versions,
+)
 from hudi_clusterd.storage.object_errors import object_error
-from hudi_clusterd.storage.object_hadoop import s3a_bucket_options
 from hudi_clusterd.storage.object_io import (
     MIN_FETCH,
     PART_BYTES,
