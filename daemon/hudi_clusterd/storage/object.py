@@ -54,7 +54,6 @@ from hudi_clusterd.storage.object_config import (
     s3a_bucket_options,
     versions,
 )
-from hudi_clusterd.storage.object_errors import object_error
 from hudi_clusterd.storage.object_io import (
     MIN_FETCH,
     PART_BYTES,
@@ -64,7 +63,16 @@ from hudi_clusterd.storage.object_io import (
     upload_requests,
 )
 from hudi_clusterd.storage.paths import inside, outside
-from hudi_clusterd.storage.requests import DELETE, GET, HEAD, LIST, PRECONDITION_FAILED, PUT, RequestCounts
+from hudi_clusterd.storage.requests import (
+    DELETE,
+    GET,
+    HEAD,
+    LIST,
+    PRECONDITION_FAILED,
+    PUT,
+    RequestCounts,
+    object_error,
+)
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta
