@@ -126,6 +126,9 @@ class ObjectStorage(Storage):
             path = join(parts.netloc, parts.path)
         return inside(path, self.full_path(), uri, self.base_uri)
 
+    def _named(self, rel: str) -> str:
+        return self.uri(rel)
+
     def s3a_options(self) -> dict[str, str] | None:
         return s3a_bucket_options(self.location, self.spec.options)
 
@@ -316,13 +319,11 @@ class ObjectStorage(Storage):
         raise StorageError(f"rename {self.uri(src)} to {self.uri(dst)}: object stores cannot rename (a copy and a "
                            "delete are two steps others see); nothing on an object store may rely on a rename")
 
-    def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
+    def _delete(self, rel: str, *, if_match: str | None) -> bool:
         import obstore as obs
 
         if self._head(rel) is None:
-            if missing_ok:
-                return False
-            raise StorageError(f"delete {self.uri(rel)}: not found")
+            return False
         self._count(DELETE)
         with self._request("delete", rel):
             obs.delete(self.client.store, self._key(rel))

@@ -90,12 +90,13 @@ def read_back(storage: Storage, rel: str, data: bytes) -> tuple[FileInfo, bool] 
         raise
 
 
-def settled_delete(storage: Storage, rel: str, if_match: str | None, missing_ok: bool) -> bool:
-    """`Storage.delete` with a lost answer settled by looking again, and transient failures retried."""
+def settled_delete(storage: Storage, rel: str, if_match: str | None) -> bool:
+    """`Storage.delete` with a lost answer settled by looking again, and transient failures retried: whether the
+    file was there."""
     for attempt in storage.retry.attempts(retry_on=is_transient):
         with attempt:
             try:
-                return storage._delete(rel, if_match=if_match, missing_ok=missing_ok)
+                return storage._delete(rel, if_match=if_match)
             except ThrottledError:
                 raise
             except TransientStorageError:
