@@ -26,15 +26,15 @@ from hudi_clusterd.errors import StorageError
 from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, join, parent_of
 from hudi_clusterd.storage.paths import inside
 
-_PATH_ONLY_SCHEMES = frozenset({"hdfs", "viewfs", "file"})
-"""Schemes whose host (a name node) is not part of the file system's paths."""
-_ATOMIC_RENAME_SCHEMES = frozenset({"hdfs", "viewfs", "file"})
+_FILE_SYSTEM_SCHEMES = frozenset({"hdfs", "viewfs", "file"})
+"""Schemes of file systems (not object stores): the host (a name node) is not part of their paths, and a rename is
+atomic."""
 
 
 def _fs_path(uri: str, scheme: str) -> str:
     """The file system path of a URI: the path for HDFS and local files, bucket and key for object stores."""
     parts = urlsplit(uri)
-    if scheme in _PATH_ONLY_SCHEMES:
+    if scheme in _FILE_SYSTEM_SCHEMES:
         return parts.path or "/"
     return join(parts.netloc, parts.path)
 
@@ -50,9 +50,9 @@ class ArrowStorage(Storage):
             raise StorageError(f"{self.spec.uri}: give file system options as the spec's options, not in the URI")
         scheme = self.spec.scheme
         self.capabilities = Capabilities(atomic_create=False, conditional_update=False,
-                                         atomic_rename=scheme in _ATOMIC_RENAME_SCHEMES,
-                                         atomic_put=scheme not in _PATH_ONLY_SCHEMES, conditional_delete=False,
-                                         unique_versions=scheme in _PATH_ONLY_SCHEMES, empty_folders=True)
+                                         atomic_rename=scheme in _FILE_SYSTEM_SCHEMES,
+                                         atomic_put=scheme not in _FILE_SYSTEM_SCHEMES, conditional_delete=False,
+                                         unique_versions=scheme in _FILE_SYSTEM_SCHEMES, empty_folders=True)
         self.root = _fs_path(self.base_uri, scheme)
         self._fs = filesystem
         self._fs_lock = threading.Lock()

@@ -43,19 +43,12 @@ from hudi_clusterd.storage.object_config import (
 )
 from hudi_clusterd.storage.object_io import MIN_FETCH, PART_BYTES, UPLOAD_CONCURRENCY, RangeReader, UploadWriter
 from hudi_clusterd.storage.paths import inside, outside
-from hudi_clusterd.storage.requests import (
-    DELETE,
-    GET,
-    HEAD,
-    LIST,
-    PRECONDITION_FAILED,
-    PUT,
-    RequestCounts,
-    object_error,
-)
+from hudi_clusterd.storage.requests import DELETE, GET, HEAD, LIST, PRECONDITION_FAILED, PUT, object_error
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta
+
+    from hudi_clusterd.storage.requests import RequestCounts
 
 PAGE: int = 1000
 """Entries per listing page, and keys per bulk delete."""
@@ -126,11 +119,9 @@ class ObjectStorage(Storage):
             yield
         except StorageError:
             raise
-        except FileNotFoundError as e:
-            if not_found is None:
-                raise object_error(op, self.uri(rel), self.client.endpoint, e) from e
-            raise StorageError(not_found) from e
         except Exception as e:
+            if not_found is not None and isinstance(e, FileNotFoundError):
+                raise StorageError(not_found) from e
             raise object_error(op, self.uri(rel), self.client.endpoint, e) from e
 
     def _head(self, rel: str) -> ObjectMeta | None:

@@ -1,14 +1,5 @@
 """Streams over one object: a random-access reader that fetches byte ranges (`RangeReader`), and a writer whose
 object appears when it is closed (`UploadWriter`).
-
-`RangeReader` serves each read from one ranged ``GET`` of at least `MIN_FETCH` bytes, kept for the reads that
-follow: a Parquet reader that asks for the footer and then for the columns it needs downloads those, never the
-whole file. It starts from the object's last bytes when its opener fetched them (one suffix-range ``GET`` tells
-the size too, and the footer is read from them).
-
-`UploadWriter` hands bytes to obstore's buffered writer: an object up to `PART_BYTES` is one ``PUT`` when the
-stream is closed; a larger one is a multipart upload of `PART_BYTES` parts, completed (and only then visible) when
-the stream is closed.
 """
 
 from __future__ import annotations
@@ -34,7 +25,10 @@ UPLOAD_CONCURRENCY: Final = 4
 
 class RangeReader(io.RawIOBase):
     """A seekable reader of an object of ``size`` bytes; ``fetch(start, end)`` returns bytes ``[start, end)``.
-    ``tail``, the object's last bytes when the opener has them, serves the reads that fall inside it."""
+    Each read is served from one fetch of at least `MIN_FETCH` bytes, kept for the reads that follow: a Parquet
+    reader that asks for the footer and then for the columns it needs downloads those, never the whole file.
+    ``tail``, the object's last bytes when the opener has them (a suffix-range ``GET`` also tells the size), serves
+    the reads that fall inside it, the footer's first."""
 
     def __init__(self, fetch: Callable[[int, int], bytes], size: int, name: str, tail: bytes = b"") -> None:
         super().__init__()
@@ -103,8 +97,10 @@ class RangeReader(io.RawIOBase):
 
 
 class UploadWriter(io.RawIOBase):
-    """A write-only stream into obstore's buffered writer; its requests are counted in ``requests`` once the object
-    is complete (`upload_requests`), and ``wrap`` turns the writer's errors into the storage's."""
+    """A write-only stream into obstore's buffered writer: one ``PUT`` on close up to `PART_BYTES`, else a multipart
+    upload of `PART_BYTES` parts, completed (and only then visible) on close. Its requests are counted in
+    ``requests`` once the object is complete (`upload_requests`); ``wrap`` turns the writer's errors into the
+    storage's."""
 
     def __init__(self, writer: WritableFile, name: str, requests: RequestCounts,
                  wrap: Callable[[Exception], Exception]) -> None:

@@ -1,17 +1,11 @@
 """The requests a storage makes to its object store: counted by kind (`RequestCounts`), and their failures named in
 one line each (`object_error`).
 
-Kinds are those of the S3 API, named as the test suite's counting proxy names them (``tests/harness/s3_proxy.py``),
-so that the two can be compared: ``LIST`` (one page of a listing, up to 1000 entries), ``GET`` (a whole object or
-a byte range), ``HEAD``, ``PUT`` (a whole object, or one part of a multipart upload), ``POST`` (starting and
-completing a multipart upload), ``DELETE`` (one key, or one batch of up to 1000 keys) and ``COPY``; plus
-``precondition_failed``, the conditional requests the store refused (a create that found the object, an update
-that found another version or none). Retries made inside the object-store client are not seen, and so not
-counted.
-
-obstore's messages run over many lines (a debug dump of the request) and quote the store's answer, whose XML can
-hold the access key id and the string that was signed: only the HTTP status, the store's error code (such as
-``NoSuchBucket``) and the kind of failure are kept, and the error's class says whether trying again can help.
+Kinds are those of the S3 API, named as the test suite's counting proxy names them (``tests/harness/s3_proxy.py``)
+so that the two can be compared: a ``LIST`` is one page of up to 1000 entries, a ``GET`` a whole object or a range,
+a ``PUT`` a whole object or one part, a ``POST`` the start or completion of a multipart upload, a ``DELETE`` one key
+or one batch of up to 1000; ``precondition_failed`` counts the conditional requests the store refused. Retries made
+inside the object-store client are not seen, and so not counted.
 """
 
 from __future__ import annotations
@@ -95,7 +89,9 @@ def object_error(op: str, where: str, endpoint: str, e: BaseException) -> Storag
     """One line for a failed request, ``<op> <uri> (endpoint <endpoint>): <what went wrong>``, as a
     `StorageAccessError` (wrong credentials, a missing bucket: trying again cannot help), a `ThrottledError` (503
     SlowDown, 429: nothing done, try again after a pause), a `TransientStorageError` (no answer, a reset, a server
-    error: try again, a write read back first) or a `StorageError` (anything else)."""
+    error: try again, a write read back first) or a `StorageError` (anything else). obstore's own message is never
+    quoted (it runs over many lines and can hold the access key id and the string that was signed): only the HTTP
+    status, the store's error code (such as ``NoSuchBucket``) and the kind of failure are kept."""
     from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
 
     text = str(e)
