@@ -1,14 +1,10 @@
 """The storage seam: what every storage of a table offers, whatever it is built on (docs/architecture.md, "storage/").
 
-Paths given to ``Storage`` methods are relative to the storage's base path, with ``/`` separators; every method
-that takes one refuses, before any I/O, a path that leaves the base path (`Storage.confined`), and
-`Storage.rel_from_uri` a URI of another scheme, bucket or folder, both with `PathOutsideStorageError`. A storage is
-opened from a `StorageSpec` (``hudi_clusterd.storage.open_storage``); each implementation declares what it can do
-atomically (`Capabilities`), and callers that need a guarantee check it instead of asking what the storage is: a
-storage refuses, with a `StorageError`, an ``if_match`` it cannot honour atomically rather than pretend. Object
-stores have no rename, no folder without files in it, and (S3) versions that are a hash of the content, so a
-compare-and-swap writer must change the bytes on every write it guards. Storages that count their requests (object
-stores) expose a `RequestCounts` as `Storage.requests`; the others give None.
+Paths given to ``Storage`` methods are relative to the storage's base path, with ``/`` separators, and confined to
+it (`Storage.confined`, `Storage.rel_from_uri`). A storage is opened from a `StorageSpec` (``open_storage``); each
+implementation declares what it can do atomically (`Capabilities`), and callers that need a guarantee check it
+instead of asking what the storage is: a storage refuses, with a `StorageError`, an ``if_match`` it cannot honour
+atomically rather than pretend.
 """
 
 from __future__ import annotations

@@ -6,12 +6,11 @@ URIs: ``s3://bucket/path`` and ``s3a://bucket/path`` (the same objects: Hudi rec
 scheme), ``gs://bucket/path``, ``abfs[s]://container@account.dfs.core.windows.net/path`` and ``az://container/path``
 (the account from the options or ``AZURE_STORAGE_ACCOUNT_NAME``).
 
-Settings, highest first: the spec's options (obstore's own keys, its HTTP client's `CLIENT_KEYS`, the retries'
-`RETRY_OPTION_KEYS`), then the environment. S3's endpoint, region, addressing style, plain HTTP and credentials are
-resolved by `s3_settings`, for this client and S3A alike; GCS and Azure read their own variables, as obstore does
-(docs/operations.md, "Tables on object stores"). The option ``store=memory`` serves the URI from this process's
-in-memory store of that bucket name instead (obstore's ``MemoryStore``, for tests). S3A's settings hold secrets: they
-go to Spark's configuration, never to a log line or an error.
+Settings: the spec's options (obstore's own keys, its HTTP client's `CLIENT_KEYS`, the retries'
+`RETRY_OPTION_KEYS`), then the environment; S3's are resolved by `s3_settings`, for this client and S3A alike, and
+GCS and Azure read their own variables, as obstore does (docs/operations.md, "Tables on object stores"). The option
+``store=memory`` serves the URI from this process's in-memory store of that bucket name (obstore's ``MemoryStore``,
+for tests).
 """
 
 from __future__ import annotations
@@ -321,7 +320,8 @@ def s3a_bucket_options(loc: Location, options: Mapping[str, str], env: Mapping[s
     reaches ``loc``'s bucket as the daemon's client does, from the same `resolve_s3`: the endpoint (path-style unless
     virtual-hosted requests are asked for, TLS off for ``http://``), the region as the client takes it, and the
     credentials through S3A's simple (or temporary) provider; what is not found is left to S3A's own defaults. None
-    where S3A cannot reach the bucket (not S3, or the in-memory test store)."""
+    where S3A cannot reach the bucket (not S3, or the in-memory test store). They hold secrets: they go to Spark's
+    configuration (which redacts them), never to a log line or an error."""
     env = os.environ if env is None else env
     if loc.cloud != "s3" or _is_memory(options):
         return None
