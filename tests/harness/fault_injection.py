@@ -98,11 +98,11 @@ def inject(storage: Storage, *rules: Rule) -> FaultLog:
             raise TransientStorageError(f"put {rel}: timed out waiting for the answer (injected; it landed)")
         return written
 
-    def _delete(self: Storage, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
+    def _delete(self: Storage, rel: str, *, if_match: str | None) -> bool:
         fault = faults.take("delete", rel)
         if fault is not None and fault is not Fault.REPLY_LOST:
             _before(fault, "delete", rel)
-        existed: bool = base._delete(self, rel, if_match=if_match, missing_ok=missing_ok)
+        existed: bool = base._delete(self, rel, if_match=if_match)
         if fault is Fault.REPLY_LOST:
             raise TransientStorageError(f"delete {rel}: timed out waiting for the answer (injected; it landed)")
         return existed

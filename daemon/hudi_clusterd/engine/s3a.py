@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hudi_clusterd.errors import ConfigError
-from hudi_clusterd.storage.object_hadoop import S3_SCHEME_KEY, S3A_FILE_SYSTEM
+from hudi_clusterd.storage.object_config import S3_SCHEME_KEY, S3A_FILE_SYSTEM
 
 SETUP_COMMAND = "python -m hudi_clusterd.engine.s3a"
 JARS_ENV = "CLUSTERD_S3A_JARS"

@@ -13,20 +13,17 @@ from hudi_clusterd.storage.base import (
 )
 from hudi_clusterd.storage.factory import open_storage, table_storage_spec
 from hudi_clusterd.storage.local import LocalStorage
-from hudi_clusterd.storage.memory import MemoryStorage, MemoryVolumes
+from hudi_clusterd.storage.memory import MemoryStorage
 from hudi_clusterd.storage.object import ObjectStorage
-from hudi_clusterd.storage.object_config import OBJECT_STORE_SCHEMES
 from hudi_clusterd.storage.requests import RequestCounts
 from hudi_clusterd.storage.s3_settings import object_store_options
 
 __all__ = [
-    "OBJECT_STORE_SCHEMES",
     "ArrowStorage",
     "Capabilities",
     "FileInfo",
     "LocalStorage",
     "MemoryStorage",
-    "MemoryVolumes",
     "ObjectStorage",
     "PutMode",
     "RequestCounts",

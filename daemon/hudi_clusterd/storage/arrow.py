@@ -26,15 +26,15 @@ from hudi_clusterd.errors import StorageError
 from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, join, parent_of
 from hudi_clusterd.storage.paths import inside
 
-_PATH_ONLY_SCHEMES = frozenset({"hdfs", "viewfs", "file"})
-"""Schemes whose host (a name node) is not part of the file system's paths."""
-_ATOMIC_RENAME_SCHEMES = frozenset({"hdfs", "viewfs", "file"})
+_FILE_SYSTEM_SCHEMES = frozenset({"hdfs", "viewfs", "file"})
+"""Schemes of file systems (not object stores): the host (a name node) is not part of their paths, and a rename is
+atomic."""
 
 
 def _fs_path(uri: str, scheme: str) -> str:
     """The file system path of a URI: the path for HDFS and local files, bucket and key for object stores."""
     parts = urlsplit(uri)
-    if scheme in _PATH_ONLY_SCHEMES:
+    if scheme in _FILE_SYSTEM_SCHEMES:
         return parts.path or "/"
     return join(parts.netloc, parts.path)
 
@@ -43,18 +43,16 @@ class ArrowStorage(Storage):
     """File operations relative to one base path of a pyarrow file system."""
 
     def __init__(self, spec: StorageSpec | str, filesystem: pafs.FileSystem | None = None) -> None:
-        spec = spec if isinstance(spec, StorageSpec) else StorageSpec(spec)
-        if "://" not in spec.uri:
-            raise StorageError(f"{spec.uri}: not a URI")
-        if "?" in spec.uri or "#" in spec.uri:
-            raise StorageError(f"{spec.uri}: give file system options as the spec's options, not in the URI")
-        self.spec = spec
-        self.base_uri = spec.uri.rstrip("/") or spec.uri
-        scheme = spec.scheme
+        super().__init__(spec)
+        if "://" not in self.spec.uri:
+            raise StorageError(f"{self.spec.uri}: not a URI")
+        if "?" in self.spec.uri or "#" in self.spec.uri:
+            raise StorageError(f"{self.spec.uri}: give file system options as the spec's options, not in the URI")
+        scheme = self.spec.scheme
         self.capabilities = Capabilities(atomic_create=False, conditional_update=False,
-                                         atomic_rename=scheme in _ATOMIC_RENAME_SCHEMES,
-                                         atomic_put=scheme not in _PATH_ONLY_SCHEMES, conditional_delete=False,
-                                         unique_versions=scheme in _PATH_ONLY_SCHEMES, empty_folders=True)
+                                         atomic_rename=scheme in _FILE_SYSTEM_SCHEMES,
+                                         atomic_put=scheme not in _FILE_SYSTEM_SCHEMES, conditional_delete=False,
+                                         unique_versions=scheme in _FILE_SYSTEM_SCHEMES, empty_folders=True)
         self.root = _fs_path(self.base_uri, scheme)
         self._fs = filesystem
         self._fs_lock = threading.Lock()
@@ -75,10 +73,6 @@ class ArrowStorage(Storage):
     def full_path(self, rel: str = "") -> str:
         return join(self.root, self.confined(rel))
 
-    def uri(self, rel: str = "") -> str:
-        rel = self.confined(rel).strip("/")
-        return f"{self.base_uri}/{rel}" if rel else self.base_uri
-
     def rel_from_uri(self, uri: str) -> str:
         path = _fs_path(uri, self.spec.scheme) if "://" in uri else uri
         return inside(path, self.root, uri, self.base_uri)
@@ -97,20 +91,14 @@ class ArrowStorage(Storage):
         return FileInfo(rel, size, int(mtime_ns // 1_000_000) if mtime_ns is not None else 0, is_dir, version)
 
     def info(self, rel: str) -> FileInfo | None:
-        try:
+        with self._os_errors("stat", rel):
             fi = self._filesystem().get_file_info(self.full_path(rel))
-        except OSError as e:
-            raise self._wrap("stat", rel, e) from e
-        if fi.type == pafs.FileType.NotFound:
-            return None
-        return self._to_info(rel, fi)
+        return None if fi.type == pafs.FileType.NotFound else self._to_info(rel, fi)
 
     def list_dir(self, rel: str = "") -> list[FileInfo]:
         selector = pafs.FileSelector(self.full_path(rel), allow_not_found=True, recursive=False)
-        try:
+        with self._os_errors("list", rel):
             infos = self._filesystem().get_file_info(selector)
-        except OSError as e:
-            raise self._wrap("list", rel, e) from e
         return sorted((self._to_info(join(rel, fi.base_name), fi) for fi in infos), key=lambda f: f.name)
 
     def read_bytes(self, rel: str) -> bytes:
@@ -125,56 +113,37 @@ class ArrowStorage(Storage):
 
     def open_output(self, rel: str) -> pa.NativeFile:
         fs = self._filesystem()
-        try:
+        with self._os_errors("write", rel):
             try:
                 return fs.open_output_stream(self.full_path(rel))
             except FileNotFoundError:  # a file system with real folders, and the folder is missing
                 fs.create_dir(self.full_path(parent_of(rel)), recursive=True)
                 return fs.open_output_stream(self.full_path(rel))
-        except OSError as e:
-            raise self._wrap("write", rel, e) from e
 
     def _put(self, rel: str, data: bytes, *, mode: PutMode, if_match: str | None) -> FileInfo | None:
         if mode is PutMode.CREATE and self.exists(rel):
             return None
-        with self.open_output(rel) as f:
-            try:
-                f.write(data)
-            except OSError as e:
-                raise self._wrap("write", rel, e) from e
+        with self.open_output(rel) as f, self._os_errors("write", rel):
+            f.write(data)
         return self.info(rel)
 
     def makedirs(self, rel: str) -> None:
-        try:
+        with self._os_errors("mkdir", rel):
             self._filesystem().create_dir(self.full_path(rel), recursive=True)
-        except OSError as e:
-            raise self._wrap("mkdir", rel, e) from e
 
     def rename(self, src: str, dst: str) -> None:
-        try:
+        with self._os_errors("rename", src, "rename {}: not found"):
             self._filesystem().move(self.full_path(src), self.full_path(dst))
-        except FileNotFoundError as e:
-            raise StorageError(f"rename {self.full_path(src)}: not found") from e
-        except OSError as e:
-            raise self._wrap("rename", src, e) from e
 
-    def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
-        try:
-            self._filesystem().delete_file(self.full_path(rel))
-            return True
-        except FileNotFoundError:
-            if missing_ok:
+    def _delete(self, rel: str, *, if_match: str | None) -> bool:
+        with self._os_errors("delete", rel):
+            try:
+                self._filesystem().delete_file(self.full_path(rel))
+            except FileNotFoundError:
                 return False
-            raise StorageError(f"delete {self.full_path(rel)}: not found") from None
-        except OSError as e:
-            raise self._wrap("delete", rel, e) from e
+        return True
 
     def delete_dir(self, rel: str) -> None:
-        try:
+        with self._os_errors("delete folder", rel):
             if self.exists(rel):
                 self._filesystem().delete_dir(self.full_path(rel))
-        except OSError as e:
-            raise self._wrap("delete folder", rel, e) from e
-
-    def touch(self, rel: str) -> None:
-        self.put(rel, self.read_bytes(rel))

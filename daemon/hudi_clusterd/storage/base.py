@@ -1,26 +1,10 @@
-"""The storage seam: what every storage of a table offers, whatever it is built on.
+"""The storage seam: what every storage of a table offers, whatever it is built on (docs/architecture.md, "storage/").
 
-Paths given to ``Storage`` methods are relative to the storage's base path, with ``/`` separators; every method
-that takes one refuses, before any I/O, a path that leaves the base path (`Storage.confined`: an absolute path, a
-``..`` segment, a backslash, a control character, a URI), and `Storage.rel_from_uri` a URI of another scheme,
-bucket or folder, both with `PathOutsideStorageError` naming the path and the storage. A storage is
-opened from a `StorageSpec` (``hudi_clusterd.storage.open_storage``); each implementation declares what it can
-do atomically (`Capabilities`), and callers that need a guarantee check it instead of asking what the storage is.
-
-Writes: `Storage.put` writes a whole file (so that readers never see it partly written, where ``atomic_put``
-holds: local, memory and object stores, not HDFS), either unconditionally
-(``PutMode.OVERWRITE``) or only when absent (``PutMode.CREATE``, which returns None when the file exists), and,
-given ``if_match``, only over the exact version read before (compare-and-swap): a mismatch raises
-`PreconditionFailed`. A storage without the ``conditional_update`` capability refuses ``if_match`` with a
-`StorageError` rather than pretend: it cannot compare and swap atomically (likewise ``delete(if_match=...)``
-without ``conditional_delete``).
-
-Object stores (``storage.object``) differ from file systems in ways callers can see, each declared as a
-capability: no rename at all (``atomic_rename`` False; `Storage.rename` refuses), no folder without files in it
-(``empty_folders`` False: `Storage.makedirs` does nothing), and a version that is a hash of the content
-(``unique_versions`` False: S3's ETag is the MD5 of the bytes, so a compare-and-swap writer must change the
-bytes on every write it guards). Storages that count their requests (object stores) expose a `RequestCounts`
-as `Storage.requests`; the others give None.
+Paths given to ``Storage`` methods are relative to the storage's base path, with ``/`` separators, and confined to
+it (`Storage.confined`, `Storage.rel_from_uri`). A storage is opened from a `StorageSpec` (``open_storage``); each
+implementation declares what it can do atomically (`Capabilities`), and callers that need a guarantee check it
+instead of asking what the storage is: a storage refuses, with a `StorageError`, an ``if_match`` it cannot honour
+atomically rather than pretend.
 """
 
 from __future__ import annotations
@@ -29,7 +13,7 @@ import enum
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -88,11 +72,6 @@ def is_secret_option(key: str) -> bool:
     return any(word in lower for word in _SECRET_WORDS)
 
 
-def redacted(options: Mapping[str, str]) -> dict[str, str]:
-    """The options with every secret value (`is_secret_option`) replaced by ``***``."""
-    return {k: "***" if is_secret_option(k) else v for k, v in options.items()}
-
-
 @dataclass(frozen=True)
 class StorageSpec:
     """Where a storage is (a local path or a URI) and the options its file system needs (an object store's
@@ -103,7 +82,8 @@ class StorageSpec:
     options: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __repr__(self) -> str:
-        return f"StorageSpec(uri={self.uri!r}, options={redacted(self.options)!r})"
+        options = {k: "***" if is_secret_option(k) else v for k, v in self.options.items()}
+        return f"StorageSpec(uri={self.uri!r}, options={options!r})"
 
     @property
     def scheme(self) -> str:
@@ -133,16 +113,9 @@ def parent_of(rel: str) -> str:
 
 
 _TEMP_FILE = re.compile(r"\.(?:.+\.)?[0-9a-f]{32}\.tmp")
-"""Name of the temporary file of an atomic write (`LocalStorage`): ``.<uuid hex>.tmp``. It carries no part of
-the final name: Hudi 0.15 takes any name that starts with a dot and *contains* a log file's name for a log file
-(its pattern is not anchored at the end), so a temporary ``..files-0000-0_<t>.log.1_0-0-0.<uuid>.tmp`` in a
-metadata table partition would be listed, and then fail its reader once renamed. ``.<name>.<uuid hex>.tmp`` is
-recognised too."""
-
-
-def temp_file_name(uuid_hex: str) -> str:
-    """The name of an atomic write's temporary file (see `_TEMP_FILE`: never a name Hudi lists)."""
-    return f".{uuid_hex}.tmp"
+"""Name of the temporary file of an atomic write (`LocalStorage`): ``.<uuid hex>.tmp`` (``.<name>.<uuid hex>.tmp``
+is recognised too). It carries no part of the final name: Hudi 0.15 takes any name that starts with a dot and
+*contains* a log file's name for a log file, so a temporary file named after a log file would be listed."""
 
 
 def is_temp_file(name: str) -> bool:
@@ -172,10 +145,14 @@ class Storage(ABC):
     store reached through this process's client, a memory volume), the engine reads the files in its Python
     workers, through `open_storage`."""
 
+    def __init__(self, spec: StorageSpec | str) -> None:
+        self.spec = spec if isinstance(spec, StorageSpec) else StorageSpec(spec)
+        self.base_uri = self.spec.uri.rstrip("/") or self.spec.uri
+
     def s3a_options(self) -> dict[str, str] | None:
         """The Hadoop settings (``fs.s3a.bucket.<bucket>.*``) with which Spark's S3A connector reaches this
-        storage's objects as this process does (`object_hadoop`); None where S3A does not serve them (local
-        folders, memory volumes, GCS, Azure). They hold credentials: never log them."""
+        storage's objects as this process does (`object_config.s3a_bucket_options`); None where S3A does not serve
+        them (local folders, memory volumes, GCS, Azure). They hold credentials: never log them."""
         return None
 
     # --- paths ------------------------------------------------------------------------------------------------
@@ -189,6 +166,10 @@ class Storage(ABC):
     def full_path(self, rel: str = "") -> str:
         """The path of ``rel`` without scheme, as messages name it."""
 
+    def _named(self, rel: str) -> str:
+        """``rel`` as this storage's messages name it: its `full_path` (an object store's: its `uri`)."""
+        return self.full_path(rel)
+
     @property
     def requests(self) -> RequestCounts | None:
         """The requests this storage (and its children) made, by kind; None for a storage that does not count
@@ -201,22 +182,24 @@ class Storage(ABC):
         self.confined(rel)
         return None
 
-    def _wrap(self, op: str, rel: str, e: Exception) -> StorageError:
-        return StorageError(f"{op} {self.full_path(rel)}: {e}")
-
     @contextmanager
-    def _reading(self, op: str, rel: str) -> Iterator[None]:
-        """Turn the file system's errors of reading ``rel`` into `StorageError`s naming it."""
+    def _os_errors(self, op: str, rel: str, not_found: str | None = None) -> Iterator[None]:
+        """Turn the file system's errors on ``rel`` into one-line `StorageError`s naming it: ``<op> <path>: <error>``,
+        or ``not_found`` (the path in place of ``{}``) for a file not found, when given."""
         try:
             yield
-        except FileNotFoundError as e:
-            raise StorageError(f"file not found: {self.full_path(rel)}") from e
         except OSError as e:
-            raise self._wrap(op, rel, e) from e
+            if not_found is not None and isinstance(e, FileNotFoundError):
+                raise StorageError(not_found.format(self.full_path(rel))) from e
+            raise StorageError(f"{op} {self.full_path(rel)}: {e}") from e
 
-    @abstractmethod
+    def _reading(self, op: str, rel: str) -> AbstractContextManager[None]:
+        return self._os_errors(op, rel, "file not found: {}")
+
     def uri(self, rel: str = "") -> str:
         """A full path with scheme, as Hudi records files in its plans and as Spark reads them."""
+        rel = self.confined(rel).strip("/")
+        return f"{self.base_uri}/{rel}" if rel else self.base_uri
 
     @abstractmethod
     def rel_from_uri(self, uri: str) -> str:
@@ -262,14 +245,8 @@ class Storage(ABC):
         None when the file exists; ``if_match`` (with ``OVERWRITE``) writes only over that version, else raises
         `PreconditionFailed` (also when the file is gone). Returns the written file's info (an object store does
         not say when it stamped the object: its ``mtime_ms`` is then this host's clock; `info` gives the
-        store's).
-
-        A write whose outcome is unknown (`TransientStorageError`: no answer, a reset, a server error) is settled
-        by reading the file back: our bytes there mean it landed (its info is returned), another writer's mean the
-        other writer won (None for a create, `PreconditionFailed` for a compare-and-swap), none mean it did not
-        land and it is tried again, within `retry`'s deadline. A create that finds the file, or a compare-and-swap
-        that fails its condition, is read back too: a client that retried a write of ours which had landed sees
-        our own bytes there, and that is a success, not another writer."""
+        store's). A write whose outcome is unknown is settled by reading the file back, and tried again within
+        `retry`'s deadline (`storage.settle`)."""
         self._check_conditional(self.confined(rel), mode, if_match)
         from hudi_clusterd.storage.settle import settled_put
 
@@ -299,26 +276,29 @@ class Storage(ABC):
         ``atomic_rename`` holds: stale locks are taken over this way). Object stores refuse (`StorageError`)."""
 
     def delete(self, rel: str, *, if_match: str | None = None, missing_ok: bool = True) -> bool:
-        """Delete one file; True if it existed. ``if_match``: only that version, else `PreconditionFailed`
-        (refused, `StorageError`, where ``conditional_delete`` does not hold). A delete whose outcome is unknown
-        (`TransientStorageError`) is settled by looking again: the file gone means it landed (True); still there
-        (at the version asked for) means it is tried again, within `retry`'s deadline."""
+        """Delete one file; True if it existed (``missing_ok=False``: `StorageError` if not). ``if_match``: only
+        that version, else `PreconditionFailed` (refused, `StorageError`, where ``conditional_delete`` does not
+        hold). A delete whose outcome is unknown is settled by looking again, and tried again within `retry`'s
+        deadline (`storage.settle`)."""
         self._check_conditional(self.confined(rel), None, if_match)
         from hudi_clusterd.storage.settle import settled_delete
 
-        return settled_delete(self, rel, if_match, missing_ok)
+        existed = settled_delete(self, rel, if_match)
+        if not existed and not missing_ok:
+            raise StorageError(f"delete {self._named(rel)}: not found")
+        return existed
 
     @abstractmethod
-    def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
-        """One attempt of `delete`, as the store answers it."""
+    def _delete(self, rel: str, *, if_match: str | None) -> bool:
+        """One attempt of `delete`, as the store answers it: whether the file was there."""
 
     @abstractmethod
     def delete_dir(self, rel: str) -> None:
         """Delete a folder and everything in it (nothing when absent)."""
 
-    @abstractmethod
     def touch(self, rel: str) -> None:
-        """Refresh a file's modification time (lock heartbeats)."""
+        """Refresh a file's modification time (lock heartbeats); here, by writing its bytes again."""
+        self.put(rel, self.read_bytes(rel))
 
     # --- shared checks ----------------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ replaces a file only if it is still a given version.
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import os
 import shutil
 import stat
@@ -21,29 +21,25 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from hudi_clusterd.errors import StorageError
-from hudi_clusterd.storage.base import (
-    Capabilities,
-    FileInfo,
-    PutMode,
-    Storage,
-    StorageSpec,
-    join,
-    parent_of,
-    temp_file_name,
-)
+from hudi_clusterd.storage.base import Capabilities, FileInfo, PutMode, Storage, StorageSpec, join, parent_of
 from hudi_clusterd.storage.paths import inside, outside
 
 LOCAL_CAPABILITIES = Capabilities(atomic_create=True, conditional_update=False, atomic_rename=True, atomic_put=True,
                                   conditional_delete=False, unique_versions=True, empty_folders=True)
 
 
-def _local_path(uri: str) -> str:
+def _without_scheme(uri: str) -> str:
+    """The path of a ``file:`` URI (``file:/x``, ``file:///x``); any other text as it is."""
     path = uri
     if path.startswith("file:"):
         path = path[len("file:"):]
         while path.startswith("//"):
             path = path[1:]
-    return str(Path(path).expanduser().resolve())
+    return path
+
+
+def _local_path(uri: str) -> str:
+    return str(Path(_without_scheme(uri)).expanduser().resolve())
 
 
 def _version(st: os.stat_result) -> str:
@@ -62,12 +58,11 @@ class LocalStorage(Storage):
     capabilities = LOCAL_CAPABILITIES
 
     def __init__(self, spec: StorageSpec | str) -> None:
-        spec = spec if isinstance(spec, StorageSpec) else StorageSpec(spec)
-        if spec.scheme != "file":
-            raise StorageError(f"{spec.uri}: not a local path")
-        self.base_uri = spec.uri.rstrip("/") or spec.uri
-        self.root = _local_path(spec.uri)
-        self.spec = StorageSpec(self.root, spec.options)  # absolute: executors open the same folder
+        super().__init__(spec)
+        if self.spec.scheme != "file":
+            raise StorageError(f"{self.spec.uri}: not a local path")
+        self.root = _local_path(self.spec.uri)
+        self.spec = StorageSpec(self.root, self.spec.options)  # absolute: executors open the same folder
 
     def full_path(self, rel: str = "") -> str:
         return join(self.root, self.confined(rel))
@@ -76,14 +71,9 @@ class LocalStorage(Storage):
         return "file:" + self.full_path(rel)
 
     def rel_from_uri(self, uri: str) -> str:
-        path = uri
-        if path.startswith("file:"):
-            path = path[len("file:"):]
-            while path.startswith("//"):
-                path = path[1:]
-        elif "://" in path:
+        if "://" in uri and not uri.startswith("file:"):
             raise outside(uri, self.base_uri, "another scheme")
-        return inside(path, self.root, uri, self.base_uri)
+        return inside(_without_scheme(uri), self.root, uri, self.base_uri)
 
     def event_folder(self, rel: str = "") -> str | None:
         return self.full_path(rel)
@@ -92,26 +82,22 @@ class LocalStorage(Storage):
         return LocalStorage(self.spec.child(self.confined(rel)))
 
     def info(self, rel: str) -> FileInfo | None:
-        try:
-            return _info(rel, os.stat(self.full_path(rel)))
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as e:
-            raise self._wrap("stat", rel, e) from e
+        with self._os_errors("stat", rel):
+            try:
+                return _info(rel, os.stat(self.full_path(rel)))
+            except (FileNotFoundError, NotADirectoryError):
+                return None
 
     def list_dir(self, rel: str = "") -> list[FileInfo]:
         out = []
-        try:
-            with os.scandir(self.full_path(rel)) as entries:
-                for entry in entries:
-                    try:
-                        out.append(_info(join(rel, entry.name), entry.stat()))
-                    except FileNotFoundError:
-                        continue  # deleted while listed
-        except FileNotFoundError:
-            return []
-        except OSError as e:
-            raise self._wrap("list", rel, e) from e
+        with self._os_errors("list", rel):
+            try:
+                with os.scandir(self.full_path(rel)) as entries:
+                    for entry in entries:
+                        with contextlib.suppress(FileNotFoundError):  # deleted while listed
+                            out.append(_info(join(rel, entry.name), entry.stat()))
+            except FileNotFoundError:
+                return []
         return sorted(out, key=lambda f: f.name)
 
     def read_bytes(self, rel: str) -> bytes:
@@ -124,77 +110,59 @@ class LocalStorage(Storage):
 
     def open_output(self, rel: str) -> pa.NativeFile:
         path = self.full_path(rel)
-        try:
+        with self._os_errors("write", rel):
             os.makedirs(self.full_path(parent_of(rel)), exist_ok=True)
             return pafs.LocalFileSystem().open_output_stream(path)
-        except OSError as e:
-            raise self._wrap("write", rel, e) from e
 
     def makedirs(self, rel: str) -> None:
-        try:
+        with self._os_errors("mkdir", rel):
             os.makedirs(self.full_path(rel), exist_ok=True)
-        except OSError as e:
-            raise self._wrap("mkdir", rel, e) from e
 
     def _put(self, rel: str, data: bytes, *, mode: PutMode, if_match: str | None) -> FileInfo | None:
         final = self.full_path(rel)
         folder = self.full_path(parent_of(rel))
-        tmp = os.path.join(folder, temp_file_name(uuid.uuid4().hex))  # never a name Hudi lists
+        tmp = os.path.join(folder, f".{uuid.uuid4().hex}.tmp")  # never a name Hudi lists (base._TEMP_FILE)
         try:
-            os.makedirs(folder, exist_ok=True)
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-                st = os.fstat(f.fileno())  # link and rename keep inode, mtime and size: the final version
-            if mode is PutMode.OVERWRITE:
-                os.replace(tmp, final)
-            else:
+            with self._os_errors("write", rel):
                 try:
-                    os.link(tmp, final)
+                    os.makedirs(folder, exist_ok=True)
+                    with open(tmp, "wb") as f:
+                        f.write(data)
+                        f.flush()
+                        os.fsync(f.fileno())
+                        st = os.fstat(f.fileno())  # link and rename keep inode, mtime and size: the final version
+                    if mode is PutMode.OVERWRITE:
+                        os.replace(tmp, final)
+                    else:
+                        os.link(tmp, final)  # fails when the name exists: of racing creators, one wins
                 except FileExistsError:
                     return None
             return _info(rel, st)
-        except OSError as e:
-            if e.errno == errno.EEXIST:
-                return None
-            raise self._wrap("write", rel, e) from e
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
 
     def rename(self, src: str, dst: str) -> None:
         src_path, dst_path = self.full_path(src), self.full_path(dst)
-        try:
+        with self._os_errors("rename", src, "rename {}: not found"):
             os.makedirs(self.full_path(parent_of(dst)), exist_ok=True)
             os.replace(src_path, dst_path)
-        except FileNotFoundError as e:
-            raise StorageError(f"rename {self.full_path(src)}: not found") from e
-        except OSError as e:
-            raise self._wrap("rename", src, e) from e
 
-    def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
-        try:
-            os.unlink(self.full_path(rel))
-            return True
-        except FileNotFoundError:
-            if missing_ok:
+    def _delete(self, rel: str, *, if_match: str | None) -> bool:
+        with self._os_errors("delete", rel):
+            try:
+                os.unlink(self.full_path(rel))
+            except FileNotFoundError:
                 return False
-            raise StorageError(f"delete {self.full_path(rel)}: not found") from None
-        except OSError as e:
-            raise self._wrap("delete", rel, e) from e
+        return True
 
     def delete_dir(self, rel: str) -> None:
-        try:
-            shutil.rmtree(self.full_path(rel))
-        except FileNotFoundError:
-            return
-        except OSError as e:
-            raise self._wrap("delete folder", rel, e) from e
+        with self._os_errors("delete folder", rel):
+            try:
+                shutil.rmtree(self.full_path(rel))
+            except FileNotFoundError:
+                return
 
     def touch(self, rel: str) -> None:
-        try:
+        with self._os_errors("touch", rel):
             os.utime(self.full_path(rel))
-        except OSError as e:
-            raise self._wrap("touch", rel, e) from e
-

@@ -31,6 +31,9 @@ class _Entry:
     version: int
     mtime_ns: int
 
+    def info(self, rel: str) -> FileInfo:
+        return FileInfo(rel, len(self.data), self.mtime_ns // 1_000_000, False, str(self.version))
+
 
 class MemoryVolume:
     """The files and folders of one named volume; every method is atomic."""
@@ -91,14 +94,12 @@ class MemoryStorage(Storage):
     spark_readable = False
 
     def __init__(self, spec: StorageSpec | str) -> None:
-        spec = spec if isinstance(spec, StorageSpec) else StorageSpec(spec)
-        if spec.scheme != "memory":
-            raise StorageError(f"{spec.uri}: not a memory:// URI")
-        parts = urlsplit(spec.uri)
+        super().__init__(spec)
+        if self.spec.scheme != "memory":
+            raise StorageError(f"{self.spec.uri}: not a memory:// URI")
+        parts = urlsplit(self.spec.uri)
         if not parts.netloc:
-            raise StorageError(f"{spec.uri}: a memory storage needs a volume name (memory://<name>/<path>)")
-        self.spec = spec
-        self.base_uri = spec.uri.rstrip("/") or spec.uri
+            raise StorageError(f"{self.spec.uri}: a memory storage needs a volume name (memory://<name>/<path>)")
         self.volume_name = parts.netloc
         self.root = parts.path.strip("/")
         self.volume = MemoryStorage.volumes.get(self.volume_name)
@@ -133,7 +134,7 @@ class MemoryStorage(Storage):
         with self.volume.lock:
             entry = self.volume.files.get(key)
             if entry is not None:
-                return FileInfo(rel, len(entry.data), entry.mtime_ns // 1_000_000, False, str(entry.version))
+                return entry.info(rel)
             if self.volume.is_dir(key):
                 return FileInfo(rel, 0, 0, True)
         return None
@@ -146,8 +147,7 @@ class MemoryStorage(Storage):
             for k, entry in self.volume.files.items():
                 if k.startswith(prefix):
                     name, _, rest = k[len(prefix):].partition("/")
-                    out[name] = FileInfo(join(rel, name), 0, 0, True) if rest else FileInfo(
-                        join(rel, name), len(entry.data), entry.mtime_ns // 1_000_000, False, str(entry.version))
+                    out[name] = FileInfo(join(rel, name), 0, 0, True) if rest else entry.info(join(rel, name))
             for d in self.volume.dirs:
                 if d.startswith(prefix):
                     name = d[len(prefix):].split("/", 1)[0]
@@ -172,20 +172,24 @@ class MemoryStorage(Storage):
     def open_output(self, rel: str) -> pa.NativeFile:
         return pa.PythonFile(_Output(self, self.confined(rel)), mode="w")
 
+    def _expect(self, rel: str, current: _Entry | None, if_match: str | None) -> None:
+        """`PreconditionFailed` unless ``if_match`` is None or the version of ``current``."""
+        if if_match is not None and (current is None or str(current.version) != if_match):
+            raise PreconditionFailed(f"{self.full_path(rel)}: version {if_match} expected, found "
+                                     f"{'no file' if current is None else current.version}")
+
     def _put(self, rel: str, data: bytes, *, mode: PutMode, if_match: str | None) -> FileInfo | None:
         key = self._key(rel)
         with self.volume.lock:
             current = self.volume.files.get(key)
             if mode is PutMode.CREATE and current is not None:
                 return None
-            if if_match is not None and (current is None or str(current.version) != if_match):
-                raise PreconditionFailed(f"{self.full_path(rel)}: version {if_match} expected, found "
-                                         f"{'no file' if current is None else current.version}")
+            self._expect(rel, current, if_match)
             if current is None and self.volume.is_dir(key) and key:
                 raise StorageError(f"write {self.full_path(rel)}: a folder has that name")
             entry = _Entry(bytes(data), self.volume.next_version(), time.time_ns())
             self.volume.files[key] = entry
-        return FileInfo(rel, len(entry.data), entry.mtime_ns // 1_000_000, False, str(entry.version))
+        return entry.info(rel)
 
     def makedirs(self, rel: str) -> None:
         key = self._key(rel)
@@ -203,19 +207,11 @@ class MemoryStorage(Storage):
                 raise StorageError(f"rename {self.full_path(src)}: not found")
             self.volume.files[dst_key] = _Entry(entry.data, self.volume.next_version(), entry.mtime_ns)
 
-    def _delete(self, rel: str, *, if_match: str | None, missing_ok: bool) -> bool:
+    def _delete(self, rel: str, *, if_match: str | None) -> bool:
         key = self._key(rel)
         with self.volume.lock:
-            current = self.volume.files.get(key)
-            if if_match is not None and (current is None or str(current.version) != if_match):
-                raise PreconditionFailed(f"{self.full_path(rel)}: version {if_match} expected, found "
-                                         f"{'no file' if current is None else current.version}")
-            if current is None:
-                if missing_ok:
-                    return False
-                raise StorageError(f"delete {self.full_path(rel)}: not found")
-            del self.volume.files[key]
-            return True
+            self._expect(rel, self.volume.files.get(key), if_match)
+            return self.volume.files.pop(key, None) is not None
 
     def delete_dir(self, rel: str) -> None:
         key = self._key(rel)

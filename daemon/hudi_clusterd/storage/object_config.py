@@ -1,21 +1,16 @@
-"""Where an object-store URI points, and the obstore client that reaches it, configured the way the clouds' own
-SDKs are.
+"""Where an object-store URI points (`parse_location`), the obstore client that reaches it, configured the way the
+clouds' own SDKs are (`build_store`, held by an `ObjectClient`), and the S3A settings that reach the same bucket from
+Spark (`s3a_bucket_options`).
 
 URIs: ``s3://bucket/path`` and ``s3a://bucket/path`` (the same objects: Hudi records paths with its writer's
-scheme), ``gs://bucket/path``, ``abfs[s]://container@account.dfs.core.windows.net/path`` and
-``az://container/path`` (the account from the options or ``AZURE_STORAGE_ACCOUNT_NAME``).
+scheme), ``gs://bucket/path``, ``abfs[s]://container@account.dfs.core.windows.net/path`` and ``az://container/path``
+(the account from the options or ``AZURE_STORAGE_ACCOUNT_NAME``).
 
-Settings, highest first: the spec's options (obstore's own keys; the HTTP client's: ``connect_timeout``,
-``timeout``, ``read_timeout``, ``proxy_url``...; retries: ``max_retries``, ``retry_timeout`` in seconds), then the
-environment. S3's endpoint, region, addressing style, plain HTTP and credentials are resolved by `s3_settings`
-(options and their aliases, then the variables every AWS SDK reads, then boto3's default chain for credentials),
-the same resolution Spark's S3A settings are derived from (`object_hadoop`). GCS and Azure read their own
-variables (``GOOGLE_SERVICE_ACCOUNT``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``AZURE_STORAGE_ACCOUNT_NAME``,
-``AZURE_STORAGE_ACCOUNT_KEY``...), as obstore does. The option ``store=memory`` serves the URI from this process's
-in-memory object store of that bucket name instead (obstore's ``MemoryStore``, for tests).
-
-Conditional writes: S3, Azure and the memory store compare ETags (S3's is the MD5 of the bytes, so identical
-bytes give an identical version); GCS compares generations, which change on every write.
+Settings: the spec's options (obstore's own keys, its HTTP client's `CLIENT_KEYS`, the retries'
+`RETRY_OPTION_KEYS`), then the environment; S3's are resolved by `s3_settings`, for this client and S3A alike, and
+GCS and Azure read their own variables, as obstore does (docs/operations.md, "Tables on object stores"). The option
+``store=memory`` serves the URI from this process's in-memory store of that bucket name (obstore's ``MemoryStore``,
+for tests).
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -32,7 +27,8 @@ from urllib.parse import urlsplit
 from hudi_clusterd.domain.keys import Key, KeyReader, at_least
 from hudi_clusterd.domain.values import java_int
 from hudi_clusterd.errors import StorageAccessError, StorageError
-from hudi_clusterd.storage.s3_settings import DEFAULT_REGION, resolve_s3, truthy
+from hudi_clusterd.storage.requests import RequestCounts
+from hudi_clusterd.storage.s3_settings import DEFAULT_REGION, S3Credentials, S3Settings, resolve_s3, truthy
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, MemoryStore, ObjectStore, RetryConfig, S3Credential
@@ -73,8 +69,12 @@ RETRY_TIMEOUT = Key("retry_timeout", "60", _seconds, (
     "Object stores: seconds after which a request is no longer retried."))
 RETRY_OPTION_KEYS: Final = (MAX_RETRIES, RETRY_TIMEOUT)
 """Every store's retry options (the other options go to obstore as they are)."""
-RETRY_KEYS: Final = frozenset(key.name for key in RETRY_OPTION_KEYS)
 _CREDENTIAL_TTL: Final = timedelta(minutes=5)
+_SIMPLE: Final = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+_TEMPORARY: Final = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+S3A_FILE_SYSTEM: Final = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+S3_SCHEME_KEY: Final = "spark.hadoop.fs.s3.impl"
+"""The Spark setting that has ``s3://`` served by `S3A_FILE_SYSTEM` too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,33 +157,23 @@ class StoreSetup:
 @dataclass(frozen=True, slots=True)
 class Versions:
     """How a store versions its objects: ``field`` is the metadata field that is an object's version and that
-    conditional writes compare; ``unique`` whether every write makes a new one (see the module docstring)."""
+    conditional writes compare; ``unique`` whether every write makes a new one."""
 
     field: Literal["e_tag", "version"]
     unique: bool
 
 
+def _is_memory(options: Mapping[str, str]) -> bool:
+    return STORE_KEY in {k.strip().lower() for k in options}
+
+
 def versions(loc: Location, options: Mapping[str, str]) -> Versions:
     """How the store of ``loc`` versions objects (known without building it)."""
-    if STORE_KEY in {k.strip().lower() for k in options}:
+    if _is_memory(options):
         return Versions("e_tag", unique=True)  # the memory store's ETag is a counter
     if loc.cloud == "gcs":
         return Versions("version", unique=True)  # generations
     return Versions("e_tag", unique=loc.cloud == "azure")  # S3: MD5 of the bytes; Azure: new on every write
-
-
-class _StaticCredentials:
-    """Fixed S3 credentials (and nothing from the environment mixed in)."""
-
-    def __init__(self, access_key_id: str, secret_access_key: str, session_token: str | None) -> None:
-        self._credential: S3Credential = {"access_key_id": access_key_id, "secret_access_key": secret_access_key,
-                                          "token": session_token, "expires_at": None}
-
-    def __call__(self) -> S3Credential:
-        return self._credential
-
-    def __repr__(self) -> str:
-        return "_StaticCredentials(***)"
 
 
 def safe_endpoint(endpoint: str) -> str:
@@ -196,63 +186,106 @@ def safe_endpoint(endpoint: str) -> str:
     return parts._replace(netloc=host + port).geturl()
 
 
-def _split(options: Mapping[str, str], uri: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """The spec's options as (store config, client options, retry options); ``store`` is left out."""
+def build_store(loc: Location, options: Mapping[str, str], memory: MemoryBuckets,
+                env: Mapping[str, str] | None = None) -> StoreSetup:
+    """The obstore client of ``loc`` as the options and the environment configure it (see the module docstring);
+    `StorageAccessError` for options no store takes."""
+    env = os.environ if env is None else env
+    uri = f"{loc.scheme}://{loc.netloc}"
+    kind = {k.strip().lower(): v for k, v in options.items()}.get(STORE_KEY)
+    if kind is not None:
+        if kind.strip().lower() != "memory":
+            raise StorageAccessError(f"{uri}: storage option store={kind!r}: only 'memory' is known")
+        return StoreSetup(memory.get(loc.bucket), "memory", bulk_delete=True)
+    s3 = resolve_s3(options, env, uri) if loc.cloud == "s3" else None
+    config, client, retry = _split(s3.options if s3 is not None else options, uri)
+    if s3 is not None:
+        return _s3(loc, s3, config, client, retry)
+    if loc.cloud == "gcs":
+        from obstore.store import GCSStore
+
+        endpoint = config.get("base_url") or config.get("google_base_url") or "https://storage.googleapis.com"
+        return StoreSetup(_store(GCSStore, "GCS", loc, config, client, retry), safe_endpoint(endpoint), False)
+    from obstore.store import AzureStore
+
+    named = {"account_name", "azure_storage_account_name"} & set(config)
+    if loc.account and not named:
+        config["account_name"] = loc.account
+    account = loc.account or next((config[k] for k in named), None) or env.get("AZURE_STORAGE_ACCOUNT_NAME")
+    if not account:
+        raise StorageAccessError(f"{uri}: no Azure storage account: name it in the URI ({loc.scheme}://<container>"
+                                 "@<account>.dfs.core.windows.net/...), the option account_name or "
+                                 "AZURE_STORAGE_ACCOUNT_NAME")
+    endpoint = config.get("endpoint") or config.get("azure_storage_endpoint") or \
+        f"https://{account}.blob.core.windows.net"
+    return StoreSetup(_store(AzureStore, "Azure", loc, config, client, retry), safe_endpoint(endpoint), False)
+
+
+def _split(options: Mapping[str, str], uri: str) -> tuple[dict[str, str], dict[str, str], RetryConfig]:
+    """The spec's options as (store config, client options, retry config); ``store`` is left out."""
     store: dict[str, str] = {}
     client: dict[str, str] = {}
     retry: dict[str, str] = {}
+    retry_keys = {key.name for key in RETRY_OPTION_KEYS}
     for raw_key, value in options.items():
         key = raw_key.strip().lower()
         if key == STORE_KEY:
             continue
-        target = client if key in CLIENT_KEYS else retry if key in RETRY_KEYS else store
+        target = client if key in CLIENT_KEYS else retry if key in retry_keys else store
         if key in target:
             raise StorageAccessError(f"{uri}: storage option {key!r} is given twice")
         target[key] = value
-    return store, client, retry
-
-
-def _retry_config(retry: Mapping[str, str], uri: str) -> RetryConfig:
     reader = KeyReader(retry)
     max_retries, timeout_s = reader.get(MAX_RETRIES), reader.get(RETRY_TIMEOUT)
     if reader.problems:
         raise StorageAccessError(f"{uri}: storage option {reader.problems[0]}")
-    return {"max_retries": max_retries, "retry_timeout": timedelta(seconds=timeout_s),
-            "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=5),
-                        "base": 2}}
+    return store, client, {"max_retries": max_retries, "retry_timeout": timedelta(seconds=timeout_s),
+                           "backoff": {"init_backoff": timedelta(milliseconds=100),
+                                       "max_backoff": timedelta(seconds=5), "base": 2}}
 
 
-def _s3(loc: Location, options: Mapping[str, str], env: Mapping[str, str]) -> StoreSetup:
+def _store(cls: Any, name: str, loc: Location, config: Mapping[str, str], client: Mapping[str, str],
+           retry: RetryConfig, **kwargs: Any) -> ObjectStore:
+    """``cls`` (obstore's store class of ``loc``'s cloud) built for ``loc``'s bucket, with the default timeouts
+    under the client options given; `StorageAccessError` naming the bucket when obstore refuses the settings."""
+    options: ClientConfig = {**DEFAULT_CLIENT, **client}  # type: ignore[typeddict-item]
+    try:
+        store: ObjectStore = cls(loc.bucket, config=config, client_options=options, retry_config=retry, **kwargs)
+    except Exception as e:
+        raise StorageAccessError(f"{loc.scheme}://{loc.netloc}: cannot configure the {name} client: "
+                                 f"{_first_line(e)}") from e
+    return store
+
+
+def _s3(loc: Location, settings: S3Settings, config: dict[str, str], client: dict[str, str],
+        retry: RetryConfig) -> StoreSetup:
     from obstore.store import S3Store
 
-    uri = f"{loc.scheme}://{loc.bucket}"
-    settings = resolve_s3(options, env, uri)
-    opts, client, retry = _split(settings.options, uri)
     client["allow_http"] = "true" if settings.allow_http else "false"
     if settings.virtual_hosted is not None or settings.endpoint:
-        opts["virtual_hosted_style_request"] = "false" if settings.path_style else "true"
+        config["virtual_hosted_style_request"] = "false" if settings.path_style else "true"
     if settings.skip_signature:
-        opts["skip_signature"] = "true"
+        config["skip_signature"] = "true"
     region = settings.fixed_region or ""
     provider: Any = None
     if settings.credentials is not None:
-        c = settings.credentials
-        provider = _StaticCredentials(c.access_key_id, c.secret_access_key, c.session_token)
+        provider = _fixed(settings.credentials)
     elif settings.uses_chain:
         provider, profile_region = _boto3_chain(loc)
         region = region or profile_region or DEFAULT_REGION
     if settings.endpoint:
-        opts["endpoint"] = settings.endpoint
-        opts["aws_endpoint_url_s3"] = settings.endpoint  # else obstore would prefer the variable's
-    try:
-        store = S3Store(loc.bucket, config={**opts, "region": region},  # type: ignore[arg-type]
-                        client_options=_client(client), retry_config=_retry_config(retry, uri),
-                        credential_provider=provider)
-    except Exception as e:
-        raise StorageAccessError(f"{uri}: cannot configure the S3 client: {_first_line(e)}") from e
+        config["endpoint"] = settings.endpoint
+        config["aws_endpoint_url_s3"] = settings.endpoint  # else obstore would prefer the variable's
+    store = _store(S3Store, "S3", loc, {**config, "region": region}, client, retry, credential_provider=provider)
     described = safe_endpoint(settings.endpoint) if settings.endpoint else f"https://s3.{region}.amazonaws.com"
-    bulk = not truthy(opts.get("disable_bulk_delete"))
-    return StoreSetup(store, described, bulk_delete=bulk)
+    return StoreSetup(store, described, bulk_delete=not truthy(config.get("disable_bulk_delete")))
+
+
+def _fixed(c: S3Credentials) -> Callable[[], S3Credential]:
+    """A provider of fixed credentials (nothing of the environment's mixed in; its repr shows none of them)."""
+    credential: S3Credential = {"access_key_id": c.access_key_id, "secret_access_key": c.secret_access_key,
+                                "token": c.session_token, "expires_at": None}
+    return lambda: credential
 
 
 def _boto3_chain(loc: Location) -> tuple[Any, str]:
@@ -275,70 +308,69 @@ def _boto3_chain(loc: Location) -> tuple[Any, str]:
     return Boto3CredentialProvider(session, ttl=_CREDENTIAL_TTL), session.region_name or ""
 
 
-def _client(client: Mapping[str, str]) -> ClientConfig:
-    return {**DEFAULT_CLIENT, **client}  # type: ignore[typeddict-item]
-
-
-def _gcs(loc: Location, config: dict[str, str], client: dict[str, str], retry: RetryConfig) -> StoreSetup:
-    from obstore.store import GCSStore
-
-    try:
-        store = GCSStore(loc.bucket, config=config, client_options=_client(client),  # type: ignore[arg-type]
-                         retry_config=retry)
-    except Exception as e:
-        raise StorageAccessError(f"gs://{loc.bucket}: cannot configure the GCS client: {_first_line(e)}") from e
-    endpoint = config.get("base_url") or config.get("google_base_url") or "https://storage.googleapis.com"
-    return StoreSetup(store, safe_endpoint(endpoint), bulk_delete=False)
-
-
-def _azure(loc: Location, config: dict[str, str], client: dict[str, str], retry: RetryConfig,
-           env: Mapping[str, str]) -> StoreSetup:
-    from obstore.store import AzureStore
-
-    named = {"account_name", "azure_storage_account_name"} & set(config)
-    if loc.account and not named:
-        config["account_name"] = loc.account
-    account = loc.account or next((config[k] for k in named), None) or env.get("AZURE_STORAGE_ACCOUNT_NAME")
-    if not account:
-        raise StorageAccessError(f"{loc.scheme}://{loc.netloc}: no Azure storage account: name it in the URI "
-                                 f"({loc.scheme}://<container>@<account>.dfs.core.windows.net/...), the option "
-                                 "account_name or AZURE_STORAGE_ACCOUNT_NAME")
-    try:
-        store = AzureStore(loc.bucket, config=config, client_options=_client(client),  # type: ignore[arg-type]
-                           retry_config=retry)
-    except Exception as e:
-        raise StorageAccessError(f"{loc.scheme}://{loc.netloc}: cannot configure the Azure client: "
-                                 f"{_first_line(e)}") from e
-    endpoint = config.get("endpoint") or config.get("azure_storage_endpoint") or \
-        f"https://{account}.blob.core.windows.net"
-    return StoreSetup(store, safe_endpoint(endpoint), bulk_delete=False)
-
-
-def build_store(loc: Location, options: Mapping[str, str], memory: MemoryBuckets,
-                env: Mapping[str, str] | None = None) -> StoreSetup:
-    """The obstore client of ``loc`` as the options and the environment configure it (see the module docstring);
-    `StorageAccessError` for options no store takes."""
-    env = os.environ if env is None else env
-    uri = f"{loc.scheme}://{loc.netloc}"
-    kind = {k.strip().lower(): v for k, v in options.items()}.get(STORE_KEY)
-    if kind is not None:
-        if kind.strip().lower() != "memory":
-            raise StorageAccessError(f"{uri}: storage option store={kind!r}: only 'memory' is known")
-        return StoreSetup(memory.get(loc.bucket), "memory", bulk_delete=True)
-    if loc.cloud == "s3":
-        return _s3(loc, options, env)
-    config, client, retry = _split(options, uri)
-    retry_config = _retry_config(retry, uri)
-    if loc.cloud == "gcs":
-        return _gcs(loc, config, client, retry_config)
-    return _azure(loc, config, client, retry_config, env)
-
-
 def _first_line(e: BaseException) -> str:
     """obstore's message without its debug dump (first line only)."""
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
 
 
-__all__ = ["OBJECT_STORE_SCHEMES", "S3_SCHEMES", "Location", "MemoryBuckets", "StoreSetup", "Versions", "build_store",
-           "parse_location", "safe_endpoint", "versions"]
+def s3a_bucket_options(loc: Location, options: Mapping[str, str], env: Mapping[str, str] | None = None
+                       ) -> dict[str, str] | None:
+    """The Hadoop settings (``fs.s3a.bucket.<bucket>.*``: that bucket's only) with which Spark's S3A connector
+    reaches ``loc``'s bucket as the daemon's client does, from the same `resolve_s3`: the endpoint (path-style unless
+    virtual-hosted requests are asked for, TLS off for ``http://``), the region as the client takes it, and the
+    credentials through S3A's simple (or temporary) provider; what is not found is left to S3A's own defaults. None
+    where S3A cannot reach the bucket (not S3, or the in-memory test store). They hold secrets: they go to Spark's
+    configuration (which redacts them), never to a log line or an error."""
+    env = os.environ if env is None else env
+    if loc.cloud != "s3" or _is_memory(options):
+        return None
+    settings = resolve_s3(options, env, f"{loc.scheme}://{loc.bucket}")
+    out: dict[str, str] = {}
+    if settings.endpoint:
+        out["endpoint"] = settings.endpoint
+        out["path.style.access"] = "true" if settings.path_style else "false"
+        if settings.endpoint.startswith("http://"):
+            out["connection.ssl.enabled"] = "false"
+    if settings.fixed_region:
+        out["endpoint.region"] = settings.fixed_region
+    if (c := settings.credentials) is not None:
+        out["access.key"], out["secret.key"] = c.access_key_id, c.secret_access_key
+        out["aws.credentials.provider"] = _TEMPORARY if c.session_token else _SIMPLE
+        if c.session_token:
+            out["session.token"] = c.session_token
+    return {f"fs.s3a.bucket.{loc.bucket}.{key}": value for key, value in out.items()}
+
+
+class ObjectClient:
+    """The store of one bucket as a spec's options configure it (built on first use) and the requests made to it
+    (`RequestCounts`); shared by a storage and its children."""
+
+    def __init__(self, location: Location, options: Mapping[str, str], memory: MemoryBuckets) -> None:
+        self.location = location
+        self.options = dict(options)
+        self.requests = RequestCounts()
+        self._memory = memory
+        self._setup: StoreSetup | None = None
+        self._lock = threading.Lock()
+
+    def setup(self) -> StoreSetup:
+        if self._setup is None:
+            with self._lock:
+                if self._setup is None:
+                    self._setup = build_store(self.location, self.options, self._memory)
+        return self._setup
+
+    @property
+    def store(self) -> ObjectStore:
+        return self.setup().store
+
+    @property
+    def endpoint(self) -> str:
+        """Where requests go (for messages); the scheme and bucket before the client is built."""
+        return self._setup.endpoint if self._setup is not None else f"{self.location.scheme}://{self.location.bucket}"
+
+
+__all__ = ["OBJECT_STORE_SCHEMES", "S3A_FILE_SYSTEM", "S3_SCHEMES", "S3_SCHEME_KEY", "Location", "MemoryBuckets",
+           "ObjectClient", "StoreSetup", "Versions", "build_store", "parse_location", "s3a_bucket_options",
+           "safe_endpoint", "versions"]

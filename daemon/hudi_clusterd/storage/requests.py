@@ -1,18 +1,20 @@
-"""`RequestCounts`: the requests a storage made to its object store, by kind, thread-safe.
+"""The requests a storage makes to its object store: counted by kind (`RequestCounts`), and their failures named in
+one line each (`object_error`).
 
-Kinds are those of the S3 API, named as the test suite's counting proxy names them (``tests/harness/s3_proxy.py``),
-so that the two can be compared: ``LIST`` (one page of a listing, up to 1000 entries), ``GET`` (a whole object or
-a byte range), ``HEAD``, ``PUT`` (a whole object, or one part of a multipart upload), ``POST`` (starting and
-completing a multipart upload), ``DELETE`` (one key, or one batch of up to 1000 keys) and ``COPY``; plus
-``precondition_failed``, the conditional requests the store refused (a create that found the object, an update
-that found another version or none). Retries made inside the object-store client are not seen, and so not
-counted.
+Kinds are those of the S3 API, named as the test suite's counting proxy names them (``tests/harness/s3_proxy.py``)
+so that the two can be compared: a ``LIST`` is one page of up to 1000 entries, a ``GET`` a whole object or a range,
+a ``PUT`` a whole object or one part, a ``POST`` the start or completion of a multipart upload, a ``DELETE`` one key
+or one batch of up to 1000; ``precondition_failed`` counts the conditional requests the store refused. Retries made
+inside the object-store client are not seen, and so not counted.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Final
+
+from hudi_clusterd.errors import StorageAccessError, StorageError, ThrottledError, TransientStorageError
 
 LIST: Final = "LIST"
 GET: Final = "GET"
@@ -71,5 +73,51 @@ def difference(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
 
 
+_STATUS: Final = re.compile(r"status code: (\d{3})|status: (\d{3})")
+_CODE: Final = re.compile(r"<Code>([A-Za-z0-9.]{1,64})</Code>")
+_UNREACHABLE: Final = ("error sending request", "tcp connect error", "connection refused", "dns error",
+                       "timed out", "timeout", "connection reset", "broken pipe", "unexpected eof")
+_ACCESS_CODES: Final = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
+                                  "InvalidToken", "TokenRefreshRequired", "AuthorizationHeaderMalformed",
+                                  "AuthenticationFailed", "AuthorizationFailure", "InvalidSecurity"})
+_MISSING_BUCKET_CODES: Final = frozenset({"NoSuchBucket", "ContainerNotFound"})
+_THROTTLE_CODES: Final = frozenset({"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
+                                    "TooManyRequests", "ServerBusy", "RequestThrottled"})
+
+
+def object_error(op: str, where: str, endpoint: str, e: BaseException) -> StorageError:
+    """One line for a failed request, ``<op> <uri> (endpoint <endpoint>): <what went wrong>``, as a
+    `StorageAccessError` (wrong credentials, a missing bucket: trying again cannot help), a `ThrottledError` (503
+    SlowDown, 429: nothing done, try again after a pause), a `TransientStorageError` (no answer, a reset, a server
+    error: try again, a write read back first) or a `StorageError` (anything else). obstore's own message is never
+    quoted (it runs over many lines and can hold the access key id and the string that was signed): only the HTTP
+    status, the store's error code (such as ``NoSuchBucket``) and the kind of failure are kept."""
+    from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
+
+    text = str(e)
+    found, code_found = _STATUS.search(text), _CODE.search(text)
+    status = int(found.group(1) or found.group(2)) if found else None
+    code = code_found.group(1) if code_found else None
+    prefix = f"{op} {where} (endpoint {endpoint})"
+    answer = f"HTTP {status}" + (f" {code}" if code else "") if status else (code or "")
+    text = text.lower()
+    if code in _MISSING_BUCKET_CODES:
+        return StorageAccessError(f"{prefix}: the bucket does not exist ({answer})")
+    if isinstance(e, PermissionDeniedError | UnauthenticatedError) or status in (401, 403) or code in _ACCESS_CODES:
+        return StorageAccessError(f"{prefix}: access denied ({answer or type(e).__name__}); check the credentials "
+                                  "and their permissions on the bucket")
+    if status in (429, 503) or code in _THROTTLE_CODES:
+        return ThrottledError(f"{prefix}: throttled by the store ({answer or 'slow down'})")
+    if status is not None and status >= 500:
+        return TransientStorageError(f"{prefix}: the store failed ({answer})")
+    if status is None and any(word in text for word in _UNREACHABLE):
+        cause = next((w for w in ("connection refused", "dns error", "timed out", "timeout", "connection reset")
+                      if w in text), "no connection")
+        return TransientStorageError(f"{prefix}: cannot reach the endpoint ({cause})")
+    if isinstance(e, FileNotFoundError):
+        return StorageError(f"{prefix}: not found" + (f" ({answer})" if answer else ""))
+    return StorageError(f"{prefix}: {type(e).__name__}" + (f" ({answer})" if answer else ""))
+
+
 __all__ = ["COPY", "DELETE", "GET", "HEAD", "KINDS", "LIST", "POST", "PRECONDITION_FAILED", "PUT", "RequestCounts",
-           "difference"]
+           "difference", "object_error"]

@@ -1,22 +1,11 @@
-"""Where the S3 client finds its settings, resolved once: both the daemon's own client (obstore, `object_config`)
-and Spark's S3A connector (`object_hadoop`) are derived from one :class:`S3Settings`.
+"""S3's settings, resolved once (`resolve_s3`): the daemon's own client (`object_config.build_store`) and Spark's
+S3A settings (`object_config.s3a_bucket_options`) are both derived from one `S3Settings`.
 
-Each setting is a :class:`~hudi_clusterd.domain.keys.Key` of the storage options (obstore's names, and the
-aliases the AWS SDKs and obstore accept: case and surrounding blanks do not matter, blank values count as unset),
-read, when the options do not give it, from the environment as every AWS SDK reads it:
-
-- endpoint: ``endpoint``, then ``AWS_ENDPOINT_URL_S3``, then ``AWS_ENDPOINT_URL``; an endpoint means path-style
-  requests unless ``virtual_hosted_style_request`` (or ``AWS_VIRTUAL_HOSTED_STYLE_REQUEST``) says otherwise, and
-  an ``http://`` endpoint allows plain HTTP unless ``allow_http`` is given;
-- region: ``region``, then ``AWS_REGION``, then ``AWS_DEFAULT_REGION``; unset, ``us-east-1``, or with a credential
-  chain its profile's region (the daemon's client asks boto3's, S3A its own chain);
-- credentials, as one pair: ``access_key_id`` with ``secret_access_key`` (and ``session_token``) from the options,
-  else ``AWS_ACCESS_KEY_ID`` with ``AWS_SECRET_ACCESS_KEY`` (and ``AWS_SESSION_TOKEN``); a key id without its
-  secret, or the other way round, is refused. None: boto3's default chain (the daemon's client) or S3A's.
-
-A table's writers give credentials as ``hoodie.aws.access.key``, ``hoodie.aws.secret.key`` and
-``hoodie.aws.session.token`` (:data:`HUDI_AWS_KEYS`, shared with the DynamoDB lock); :func:`object_store_options`
-turns them into the storage options above. Secrets never appear in a ``repr``, a log line or an error.
+Each setting is a `Key` of the storage options below (case and surrounding blanks do not matter, a blank value is
+unset), read from its aliases and then from the environment as the AWS SDKs read it; docs/configuration.md ("Object
+stores: the client's settings") lists them. The credentials are one pair: the options', else the environment's,
+never half of each; none means a default chain (boto3's for the daemon's client, S3A's own for Spark). Secrets never
+appear in a ``repr``, a log line or an error.
 """
 
 from __future__ import annotations
@@ -41,8 +30,8 @@ def truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
 
 
-def _flag(raw: str) -> bool:
-    return truthy(raw)
+def _optional_flag(raw: str) -> bool | None:
+    return truthy(raw) if raw.strip() else None
 
 
 ENDPOINT = Key("endpoint", None, optional_text, (
@@ -61,18 +50,19 @@ SECRET_ACCESS_KEY = Key("secret_access_key", None, optional_text, "S3 secret acc
 SESSION_TOKEN = Key("session_token", None, optional_text, (
     "S3 session token of temporary credentials, with the pair above; never logged."),
     aliases=("aws_session_token", "aws_token", "token"), env=("AWS_SESSION_TOKEN",), secret=True)
-ALLOW_HTTP = Key("allow_http", "false", _flag, (
+ALLOW_HTTP = Key("allow_http", "false", truthy, (
     "Whether plain HTTP is allowed (true with an http:// endpoint unless given)."),
     aliases=("aws_allow_http",), env=("AWS_ALLOW_HTTP",))
-VIRTUAL_HOSTED = Key("virtual_hosted_style_request", None, optional_text, (
+VIRTUAL_HOSTED = Key("virtual_hosted_style_request", None, _optional_flag, (
     "true: virtual-hosted-style requests (bucket in the host name); unset with an endpoint = path-style."),
-    aliases=("aws_virtual_hosted_style_request",), env=("AWS_VIRTUAL_HOSTED_STYLE_REQUEST",))
-SKIP_SIGNATURE = Key("skip_signature", "false", _flag, "true: unsigned requests (a public bucket), no credentials.",
+    "virtual_hosted", aliases=("aws_virtual_hosted_style_request",), env=("AWS_VIRTUAL_HOSTED_STYLE_REQUEST",))
+SKIP_SIGNATURE = Key("skip_signature", "false", truthy, "true: unsigned requests (a public bucket), no credentials.",
                      aliases=("aws_skip_signature",))
-S3_OPTION_KEYS: Final = (ENDPOINT, REGION, ACCESS_KEY_ID, SECRET_ACCESS_KEY, SESSION_TOKEN, ALLOW_HTTP,
-                         VIRTUAL_HOSTED, SKIP_SIGNATURE)
-"""The settings the S3 client and S3A both take (see the module docstring)."""
 _CREDENTIAL_KEYS: Final = (ACCESS_KEY_ID, SECRET_ACCESS_KEY, SESSION_TOKEN)
+_SETTING_KEYS: Final = (ENDPOINT, REGION, ALLOW_HTTP, VIRTUAL_HOSTED, SKIP_SIGNATURE)
+"""The keys that fill `S3Settings`' fields of the same names (``field`` where it differs)."""
+S3_OPTION_KEYS: Final = (ENDPOINT, REGION, *_CREDENTIAL_KEYS, ALLOW_HTTP, VIRTUAL_HOSTED, SKIP_SIGNATURE)
+"""The settings the S3 client and S3A both take."""
 
 HUDI_AWS_KEYS: Final = (
     Key("hoodie.aws.access.key", None, optional_text, (
@@ -99,18 +89,17 @@ class S3Credentials:
 
 @dataclass(frozen=True, slots=True)
 class S3Settings:
-    """The S3 settings of one bucket, from the options and the environment (see the module docstring).
-
-    ``None`` means not given anywhere: the client's and S3A's own defaults apply. ``options`` are the storage
-    options left for the client (its HTTP and retry settings, obstore's other S3 keys)."""
+    """The S3 settings of one bucket (see the module docstring). ``None`` means not given anywhere: the client's and
+    S3A's own defaults apply. ``options`` are the storage options left for the client (its HTTP and retry settings,
+    obstore's other S3 keys)."""
 
     endpoint: str | None
     region: str | None
-    credentials: S3Credentials | None = field(repr=False)
     allow_http: bool
     virtual_hosted: bool | None
     skip_signature: bool
-    options: dict[str, str] = field(repr=False)
+    credentials: S3Credentials | None = field(default=None, repr=False)
+    options: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def uses_chain(self) -> bool:
@@ -140,11 +129,9 @@ def resolve_s3(options: Mapping[str, str], env: Mapping[str, str], where: str) -
     ``env``; `StorageAccessError` naming the option (never a secret's value) when they contradict each other."""
     given = {k.strip().lower(): v.strip() for k, v in options.items() if v.strip()}
     reader = KeyReader(given, env, conflicts="refuse")
-    endpoint, region = reader.get(ENDPOINT), reader.get(REGION)
-    allow_http = reader.get(ALLOW_HTTP)
-    if not any(name in given for name in ALLOW_HTTP.names) and endpoint and endpoint.startswith("http://"):
-        allow_http = True
-    virtual = reader.get(VIRTUAL_HOSTED)
+    settings = reader.get_all(_SETTING_KEYS)
+    if not any(name in given for name in ALLOW_HTTP.names) and (settings["endpoint"] or "").startswith("http://"):
+        settings["allow_http"] = True
     from_options = any(name in given for key in _CREDENTIAL_KEYS[:2] for name in key.names)
     source = "the storage options" if from_options else "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
     pair = KeyReader(given, conflicts="refuse") if from_options else KeyReader({}, env)  # never half of each
@@ -155,9 +142,5 @@ def resolve_s3(options: Mapping[str, str], env: Mapping[str, str], where: str) -
         raise StorageAccessError(f"{where}: {source} give an access key id without a secret access key, or the "
                                  "other way round")
     ours = {name for key in S3_OPTION_KEYS for name in key.names}
-    return S3Settings(
-        endpoint=endpoint, region=region,
-        credentials=S3Credentials(key_id, secret, token) if key_id and secret else None,
-        allow_http=allow_http, virtual_hosted=None if virtual is None else truthy(virtual),
-        skip_signature=reader.get(SKIP_SIGNATURE),
-        options={k: v for k, v in options.items() if k.strip().lower() not in ours})
+    return S3Settings(**settings, credentials=S3Credentials(key_id, secret, token) if key_id and secret else None,
+                      options={k: v for k, v in options.items() if k.strip().lower() not in ours})

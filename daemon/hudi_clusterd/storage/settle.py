@@ -26,7 +26,7 @@ from hudi_clusterd.storage.base import FileInfo, PutMode, Storage
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["read_back", "settled_delete", "settled_put"]
+__all__ = ["settled_delete", "settled_put"]
 
 
 def settled_put(storage: Storage, rel: str, data: bytes, mode: PutMode, if_match: str | None) -> FileInfo | None:
@@ -48,12 +48,12 @@ def _put_once(storage: Storage, rel: str, data: bytes, mode: PutMode, if_match: 
     except ThrottledError:
         raise  # nothing was written: tried again after a pause
     except PreconditionFailed:
-        found = read_back(storage, rel, data)
+        found = _read_back(storage, rel, data)
         if found is not None and found[1]:
             return _landed(storage, rel, found[0])
         raise
     except TransientStorageError:
-        found = read_back(storage, rel, data)
+        found = _read_back(storage, rel, data)
         if found is None:
             raise  # it did not land: tried again
         info, ours = found
@@ -68,13 +68,13 @@ def _put_once(storage: Storage, rel: str, data: bytes, mode: PutMode, if_match: 
                                      "writer's file after a write whose answer was lost") from None
         raise  # an overwrite: tried again
     if written is None:  # the create found a file: ours, when the client's own retry found our landed write
-        found = read_back(storage, rel, data)
+        found = _read_back(storage, rel, data)
         if found is not None and found[1]:
             return _landed(storage, rel, found[0])
     return written
 
 
-def read_back(storage: Storage, rel: str, data: bytes) -> tuple[FileInfo, bool] | None:
+def _read_back(storage: Storage, rel: str, data: bytes) -> tuple[FileInfo, bool] | None:
     """The file's info and whether it holds exactly ``data`` (the info is read first, so a version returned with
     True is the version of our bytes); None when there is no such file."""
     info = storage.info(rel)
@@ -90,12 +90,13 @@ def read_back(storage: Storage, rel: str, data: bytes) -> tuple[FileInfo, bool] 
         raise
 
 
-def settled_delete(storage: Storage, rel: str, if_match: str | None, missing_ok: bool) -> bool:
-    """`Storage.delete` with a lost answer settled by looking again, and transient failures retried."""
+def settled_delete(storage: Storage, rel: str, if_match: str | None) -> bool:
+    """`Storage.delete` with a lost answer settled by looking again, and transient failures retried: whether the
+    file was there."""
     for attempt in storage.retry.attempts(retry_on=is_transient):
         with attempt:
             try:
-                return storage._delete(rel, if_match=if_match, missing_ok=missing_ok)
+                return storage._delete(rel, if_match=if_match)
             except ThrottledError:
                 raise
             except TransientStorageError:

@@ -1,10 +1,10 @@
-"""The S3A settings given to Spark reach the bucket where the daemon's own client does (`object_hadoop`)."""
+"""The S3A settings given to Spark reach the bucket where the daemon's own client does
+(`object_config.s3a_bucket_options`)."""
 
 from __future__ import annotations
 
 from hudi_clusterd.storage import ObjectStorage, StorageSpec, open_storage
-from hudi_clusterd.storage.object_config import parse_location
-from hudi_clusterd.storage.object_hadoop import s3a_bucket_options
+from hudi_clusterd.storage.object_config import parse_location, s3a_bucket_options
 
 PREFIX = "fs.s3a.bucket.hudi."
 

@@ -20,9 +20,8 @@ from hudi_clusterd.errors import (
     TransientStorageError,
 )
 from hudi_clusterd.storage import ObjectStorage, PutMode, RequestCounts, StorageSpec, open_storage
-from hudi_clusterd.storage.object_errors import object_error
 from hudi_clusterd.storage.object_io import MIN_FETCH, PART_BYTES, RangeReader, upload_requests
-from hudi_clusterd.storage.requests import KINDS, difference
+from hudi_clusterd.storage.requests import KINDS, difference, object_error
 
 
 @pytest.fixture

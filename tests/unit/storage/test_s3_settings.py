@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hudi_clusterd.errors import StorageAccessError
-from hudi_clusterd.storage.object_config import MemoryBuckets, build_store, parse_location
-from hudi_clusterd.storage.object_hadoop import s3a_bucket_options
+from hudi_clusterd.storage.object_config import MemoryBuckets, build_store, parse_location, s3a_bucket_options
 from hudi_clusterd.storage.s3_settings import object_store_options, resolve_s3
 
 KEYS = {"access_key_id": "AKIAOPTION", "secret_access_key": "option-secret"}
