@@ -1,7 +1,8 @@
 """Clustering groups as Spark jobs on the one shared SparkSession.
 
 Each group: a job group named after table, instant and group (visible in the Spark UI, cancellable), its own
-FAIR scheduler pool (one long group does not starve the others), a read of exactly the plan's base files, the
+FAIR scheduler pool (one long group does not starve the others), a read of exactly the plan's base files (a
+slice with log files read merged, one task per slice, under the `SliceMerge` the caller gives: `merged`), the
 layout sort of the plan's work order (linear, Z-order or Hilbert), and a write of new file groups near the
 work order's target size: the tasks that write them are counted from a sample written as the output will be
 (not from the plan's ``numOutputFileGroups``), and each task cuts its rows into files by their measured size.
@@ -22,7 +23,8 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.plan import ClusteringPlan, WorkOrder
 from hudi_clusterd.engine.clustering.exchange import SortedRuns, ranges_per_partition
-from hudi_clusterd.engine.clustering.scan import GroupScan, ScanFile, read_through_storage
+from hudi_clusterd.engine.clustering.merged import MergedSlice, SliceMerge
+from hudi_clusterd.engine.clustering.scan import GroupScan, ScanFile, read_merged, read_through_storage
 from hudi_clusterd.engine.clustering.sizing import output_bytes_per_row, output_file_groups, writing_tasks
 from hudi_clusterd.engine.clustering.sorting import exchange_layout, sort_for_layout
 from hudi_clusterd.engine.files import (
@@ -89,6 +91,51 @@ class GroupLayout:
     data_schema: pa.Schema
 
 
+@dataclass(frozen=True, slots=True)
+class GroupInput:
+    """What a group reads: the base files of its slices without log files (``files``), its slices with log
+    files (``merged``, whose base files are ``bases``) and how those are merged."""
+
+    files: tuple[ScanFile, ...]
+    merged: tuple[MergedSlice, ...] = ()
+    bases: tuple[ScanFile, ...] = ()
+    merge: SliceMerge | None = None
+
+    @property
+    def input_bytes(self) -> int:
+        """The base files' bytes (log files not counted)."""
+        return sum(f.size for f in (*self.files, *self.bases))
+
+
+def group_input(storage: Storage, plan: ClusteringPlan, index: int, files: Sequence[ScanFile],
+                merge: SliceMerge | None) -> GroupInput:
+    """Group ``index``'s slices split into base-only files and merged slices (their log paths from the plan's
+    ``deltaFilePaths``). Raises `ExecutionError` for a slice with log files when no ``merge`` is given, for one
+    whose base file is not among ``files`` and for a group of log-only slices alone (its schema is read from base
+    files)."""
+    by_path = {f.path: f for f in files}
+    merged: list[MergedSlice] = []
+    bases: list[ScanFile] = []
+    for s in plan.input_groups[index].slices:
+        if not s.delta_file_paths:
+            continue
+        logs = tuple(storage.rel_from_uri(p) for p in s.delta_file_paths)
+        if merge is None:
+            raise ExecutionError(f"{storage.full_path(logs[0])}: a log file of a clustering group, and no merge "
+                                 "rule to read it with (merge-on-read tables are not served)")
+        base = storage.rel_from_uri(s.data_file_path) if s.data_file_path else None
+        if base is not None:
+            if base not in by_path:
+                raise ExecutionError(f"{storage.full_path(base)}: the base file of a slice with log files is not "
+                                     "among the group's input files")
+            bases.append(by_path.pop(base))
+        merged.append(MergedSlice(base, logs))
+    if merged and not bases and not by_path:
+        raise ExecutionError(f"{storage.full_path(merged[0].source)}: a group of log-only file slices is not read "
+                             "(its schema comes from base files)")
+    return GroupInput(tuple(f for f in files if f.path in by_path), tuple(merged), tuple(bases), merge)
+
+
 def job_group_id(table: TableRef, instant: str, index: int) -> str:
     return f"hudi-clusterd/{table.name}/{instant}/{index}"
 
@@ -123,12 +170,18 @@ class SparkGroupRunner:
             out.append(ScanFile(bf.relative_path, bf.size))
         return out
 
-    def read_group(self, storage: Storage, files: Sequence[ScanFile]) -> tuple[DataFrame, int]:
+    def read_group(self, storage: Storage, files: Sequence[ScanFile] | GroupInput) -> tuple[DataFrame, int]:
         """The group's rows and their number, without the two meta columns the writer sets anyway
         (``_hoodie_file_name`` is rewritten, ``_hoodie_partition_path`` is the group's partition): they would only
         widen the shuffle. Read by Spark's Parquet reader, or in the Python workers where Spark cannot open the
         storage's URIs (an object store: `read_through_storage`); on S3 by Spark's reader through Hadoop's S3A
-        connector when the runner is set to (`read_paths`)."""
+        connector when the runner is set to (`read_paths`). A group with merged slices is read in the Python
+        workers, on every storage (`read_merged`)."""
+        if isinstance(files, GroupInput):
+            if files.merged and files.merge is not None:
+                df, rows = read_merged(self.spark, storage, files.files, files.merged, files.bases, files.merge)
+                return df.drop(FILE_NAME_FIELD, PARTITION_PATH_FIELD), rows
+            files = files.files
         paths = self.read_paths(storage, files)
         if paths is None:
             df, rows = read_through_storage(self.spark, storage, files)
@@ -165,7 +218,8 @@ class SparkGroupRunner:
         order = plan.strategy.work_order
         target_file_bytes = order.target_file_max_bytes
         size = output_bytes_per_row(
-            self.spark, storage.spec, [storage.rel_from_uri(s.data_file_path) for s in group.slices],
+            self.spark, storage.spec,
+            [storage.rel_from_uri(s.data_file_path) for s in group.slices if s.data_file_path],
             CLUSTERING_COMPRESSION, row_group_bytes(target_file_bytes), order.sort_columns,
             (FILE_NAME_FIELD, PARTITION_PATH_FIELD))
         if size is None:
@@ -178,20 +232,22 @@ class SparkGroupRunner:
             dictionary = (*dictionary, FILE_NAME_FIELD, PARTITION_PATH_FIELD)
         return OutputShape(writing_tasks(n), size.memory, dictionary)
 
-    def layout(self, storage: Storage, plan: ClusteringPlan, index: int, files: Sequence[ScanFile]
+    def layout(self, storage: Storage, plan: ClusteringPlan, index: int, files: Sequence[ScanFile] | GroupInput
                ) -> GroupLayout:
         """The group's rows laid out for the writer: sorted runs from a scan of the files (`exchange_layout`)
         where the layout allows, else a Spark DataFrame partitioned and sorted."""
         order: WorkOrder = plan.strategy.work_order
-        df, rows = self.read_group(storage, files)
+        read = files if isinstance(files, GroupInput) else GroupInput(tuple(files))
+        df, rows = self.read_group(storage, read)
         data_schema = strip_meta_fields(spark_arrow_schema(df))
-        shape = self.output_shape(storage, plan, index, rows, sum(f.size for f in files))
+        shape = self.output_shape(storage, plan, index, rows, read.input_bytes)
         n_out = shape.partitions
         columns = order.sort_columns
         if not columns:
             return GroupLayout(df.repartition(n_out), rows, shape, data_schema)
-        frame = df if self._s3a_options(storage) is not None else None  # S3A's rows, else the files in Python
-        scan = GroupScan(self.spark, storage.spec, tuple(files), df.schema, frame)
+        # S3A's rows, else the files in Python (a group with merged slices: always in Python)
+        frame = df if self._s3a_options(storage) is not None and not read.merged else None
+        scan = GroupScan(self.spark, storage.spec, read.files, df.schema, frame, read.merged, read.merge)
         runs = exchange_layout(df, scan, columns, order.layout_strategy, order.curve_build_method,
                                order.curve_sample_size, n_out,
                                ranges_per_partition(rows, n_out, shape.memory_bytes_per_row), rows=rows)
@@ -219,7 +275,9 @@ class SparkGroupRunner:
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
 
     def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
-                  files: Sequence[BaseFile]) -> list[WriteStat]:
+                  files: Sequence[BaseFile], merge: SliceMerge | None = None) -> list[WriteStat]:
+        """Write group ``index`` of ``plan`` (whose base files are ``files``) as new file groups of ``instant``;
+        the group's slices with log files are read merged under ``merge`` (`ExecutionError` without one)."""
         group = plan.input_groups[index]
         job_group = job_group_id(table, instant, index)
         description = (f"cluster {table.name} {instant} group {index + 1}/{len(plan.input_groups)}: "
@@ -231,7 +289,8 @@ class SparkGroupRunner:
             order = plan.strategy.work_order
             target_file_bytes = order.target_file_max_bytes
             storage = table.open_storage()
-            laid_out = self.layout(storage, plan, index, self.scan_files(storage, files))
+            read = group_input(storage, plan, index, self.scan_files(storage, files), merge)
+            laid_out = self.layout(storage, plan, index, read)
             rows = laid_out.count
             spec = BaseFileWriteSpec(
                 storage=storage.spec, instant_time=instant,

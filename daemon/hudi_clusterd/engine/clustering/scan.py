@@ -7,8 +7,10 @@ in the Python workers keeps the rows Arrow from the files to the writer.
 `GroupScan.map_files` returns the DataFrame ``spark.range(tasks)`` → ``mapInArrow``: task ``i`` reads the files
 `assign_files` gives it, in plan order, in batches of `BATCH_ROWS`, conforms every batch to the group's merged
 Spark schema (`conform`: columns in schema order, missing ones null, types cast, INT96 read as microseconds) and
-passes them to the caller's function. The assignment is fixed in the closure, so a retried task reads exactly
-what the failed attempt read. Data never passes through the driver.
+passes them to the caller's function. A file slice with log files is a task of its own after those: it reads
+the slice's base and log files merged (`merged`, under the `SliceMerge` in the closure; one slice's merge in a
+task's memory at a time) and conforms the merged rows the same way. The assignment is fixed in the closure, so a
+retried task reads exactly what the failed attempt read. Data never passes through the driver.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hudi_clusterd.engine.clustering.merged import MergedSlice, SliceMerge, merged_batches
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.storage import Storage, StorageSpec, open_storage
 
@@ -113,7 +116,8 @@ def read_conformed(storage: Storage, rel: str, schema: pa.Schema, batch_rows: in
 @dataclass(frozen=True, slots=True)
 class GroupScan:
     """The files of one clustering group and the merged Spark schema of their rows (as Spark's reader sees
-    them, minus the columns the caller dropped)."""
+    them, minus the columns the caller dropped): ``files`` are the base files of the slices without log files,
+    ``merged`` the slices with log files, read merged under ``merge``."""
 
     spark: SparkSession
     storage: StorageSpec | str  # the table's storage, as tasks open it (`open_storage`)
@@ -121,7 +125,10 @@ class GroupScan:
     schema: StructType
     frame: DataFrame | None = None
     """The same rows as Spark's own reader gives them (Hadoop's S3A connector): `map_files` then takes its
-    batches from this DataFrame (``mapInArrow``) instead of reading the files in the Python workers."""
+    batches from this DataFrame (``mapInArrow``) instead of reading the files in the Python workers (never
+    for a group with ``merged`` slices)."""
+    merged: tuple[MergedSlice, ...] = ()
+    merge: SliceMerge | None = None
 
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema every batch is conformed to (`conform`): ``schema`` as Spark hands it to Python."""
@@ -136,25 +143,36 @@ class GroupScan:
         read only these (the others are not decoded at all)."""
         from hudi_clusterd.engine.session import default_parallelism
 
-        if self.frame is not None:
+        merged, merge = self.merged, self.merge
+        if merged and merge is None:
+            raise ExecutionError(f"{merged[0].source}: a file slice with log files and no merge rule to read it")
+        if self.frame is not None and not merged:
             source = self.frame if columns is None else self.frame.select(*columns)
             return source.mapInArrow(fn, schema)
         arrow_schema = self.arrow_schema()
         if columns is not None:
             arrow_schema = pa.schema([arrow_schema.field(name) for name in columns])
         sizes = [f.size for f in self.files]
-        tasks = scan_tasks(sizes, default_parallelism(self.spark))
-        assignment = [[self.files[i].path for i in files] for files in assign_files(sizes, tasks)]
+        base_tasks = scan_tasks(sizes, default_parallelism(self.spark)) if sizes or not merged else 0
+        assignment = [[self.files[i].path for i in files] for files in assign_files(sizes, base_tasks)] \
+            if base_tasks else []
+        tasks = base_tasks + len(merged)
         spec = self.storage
 
         def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             storage = open_storage(spec)
 
             def conformed() -> Iterator[pa.RecordBatch]:
-                for batch in batches:  # one row per task: its index in `assignment`
+                for batch in batches:  # one row per task: its index in `assignment`, then in `merged`
                     for task in batch.column(0).to_pylist():
-                        for rel in assignment[task]:
-                            yield from read_conformed(storage, rel, arrow_schema)
+                        if task < len(assignment):
+                            for rel in assignment[task]:
+                                yield from read_conformed(storage, rel, arrow_schema)
+                            continue
+                        piece = merged[task - len(assignment)]
+                        source = storage.full_path(piece.source)
+                        for rows in merged_batches(storage, piece, merge, BATCH_ROWS):  # type: ignore[arg-type]
+                            yield conform(rows, arrow_schema, source)
 
             return fn(conformed())
 
@@ -210,3 +228,14 @@ def read_through_storage(spark: SparkSession, storage: Storage, files: Sequence[
     counting the DataFrame would read every file once more); its schema is `footer_schema`'s."""
     schema, rows = footer_schema(storage, files)
     return GroupScan(spark, storage.spec, tuple(files), schema).map_files(lambda batches: batches, schema), rows
+
+
+def read_merged(spark: SparkSession, storage: Storage, files: Sequence[ScanFile], merged: Sequence[MergedSlice],
+                bases: Sequence[ScanFile], merge: SliceMerge) -> tuple[DataFrame, int]:
+    """The rows of a group with ``merged`` slices (whose base files are ``bases``) beside the base-only
+    ``files``, read in the Python workers (`GroupScan`), and how many there are (the merge decides it: counting
+    runs the read once); the schema is `footer_schema`'s over every base file."""
+    schema, _ = footer_schema(storage, [*files, *bases])
+    df = GroupScan(spark, storage.spec, tuple(files), schema, merged=tuple(merged), merge=merge
+                   ).map_files(lambda batches: batches, schema)
+    return df, df.count()
