@@ -8,10 +8,11 @@ instant, and the clustering instant as the merge's as-of. The merged rows keep t
 ``_hoodie_commit_time`` and ``_hoodie_commit_seqno``; the writer rewrites ``_hoodie_file_name``. The merge is
 done where the task runs, never on the driver.
 
-Memory: a task holds one slice's merge at a time: its base file read whole into Arrow, every applied data block
-of its logs (decoded), one dictionary entry per record key found in the logs and the merged table (at most the
-base rows plus the log records), about twice the slice's decoded size at the peak. Slices are not split: a slice
-too large for a worker's memory fails its task.
+Memory: a task holds one slice's merge at a time: its base file read whole into Arrow, every block of its logs
+decoded (applied or not), one dictionary entry per record key found in the logs and the merged table (at most
+the base rows plus the log records), about twice the slice's decoded size at the peak. Slices are not split: a
+slice too large for a worker's memory fails its task. Nothing is cached between passes: each pass of the group's
+job over its rows (the count, the layout's sample and runs, or the sort) merges the slice again.
 """
 
 from __future__ import annotations
