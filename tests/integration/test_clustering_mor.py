@@ -59,7 +59,8 @@ def table(golden_mor_tables: Path, tmp_path: Path) -> Path:
 
 
 def test_slices_with_log_files_are_written_merged_and_base_only_slices_unchanged(table: Path, spark: Any) -> None:
-    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner, group_input
+    from hudi_clusterd.engine.clustering.scan import GroupScan, footer_schema
 
     storage = open_storage(str(table))
     ref = TableRef(TABLE, storage.spec, read_config(storage))
@@ -119,6 +120,11 @@ def test_slices_with_log_files_are_written_merged_and_base_only_slices_unchanged
     for index, group in enumerate(plan.input_groups):
         files = [BaseFile.parse(s.partition_path, s.file_name, (table / storage.rel_from_uri(
             s.data_file_path)).stat().st_size) for s in group.slices]
+        read = group_input(storage, plan, index, runner.scan_files(storage, [f for f in files if f]), merge)
+        schema, _ = footer_schema(storage, [*read.files, *read.bases])
+        scan = GroupScan(spark, storage.spec, read.files, schema, merged=read.merged, merge=read.merge)
+        # one task per slice with logs, after one per base-only file (as few files as these)
+        assert scan.map_files(lambda b: b, schema).rdd.getNumPartitions() == len(read.files) + len(read.merged)
         stats = runner.run_group(ref, CLUSTERING, plan, index, [f for f in files if f is not None], merge)
         assert stats and all(s.path for s in stats)
         written = pa.concat_tables([pq.read_table(table / str(s.path)) for s in stats])
