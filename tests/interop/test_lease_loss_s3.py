@@ -146,9 +146,8 @@ class LockService:
         """The daemon's owner name or lock node in the lock service, from its log line of an acquisition."""
         return str(event["owner"]) if self.kind == DYNAMODB else str(event["node"]).rsplit("/", 1)[-1]
 
-    @property
-    def lost_event(self) -> str:
-        return "DynamoDB table lock lost while held" if self.kind == DYNAMODB else "table lock lost while held"
+    lost_event = "table lock lost while held"
+    """The daemon's log event of a lost lease, the same for every provider (its ``lock`` names which)."""
 
     def close(self) -> None:
         if self.kind == ZOOKEEPER:
