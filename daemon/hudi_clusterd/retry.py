@@ -26,12 +26,7 @@ from typing import TypeVar
 
 import tenacity
 
-from hudi_clusterd.errors import (
-    PreconditionFailed,
-    StorageAccessError,
-    StorageError,
-    TransientStorageError,
-)
+from hudi_clusterd.errors import TransientStorageError
 
 __all__ = ["NO_RETRY", "STORAGE_RETRY", "RetryPolicy", "is_transient"]
 
@@ -41,12 +36,6 @@ T = TypeVar("T")
 def is_transient(e: BaseException) -> bool:
     """Whether ``e`` says the store did not answer, or asked us to come back later: worth the same call again."""
     return isinstance(e, TransientStorageError)
-
-
-def is_retryable_storage_error(e: BaseException) -> bool:
-    """A storage error that trying again may cure: not a refused condition, not a refusal of this process."""
-    return (isinstance(e, StorageError) and e.retryable
-            and not isinstance(e, PreconditionFailed | StorageAccessError))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +48,6 @@ class RetryPolicy:
     jitter_s: float = 0.1
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
-
-    def with_deadline(self, deadline_s: float) -> RetryPolicy:
-        return RetryPolicy(deadline_s, self.first_s, self.cap_s, self.jitter_s, self.sleep, self.clock)
 
     def _retrying(self, retry_on: Callable[[BaseException], bool],
                   on_retry: Callable[[BaseException, float], None] | None) -> tenacity.Retrying:
