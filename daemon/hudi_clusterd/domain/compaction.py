@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hudi_clusterd.domain.file_group import FileGroupId, check_relative_path
+from hudi_clusterd.domain.plan import optional_str
 from hudi_clusterd.errors import MetadataDecodeError, TimelineError
 
 
@@ -40,10 +41,10 @@ class CompactionOperation:
 
     @classmethod
     def from_avro(cls, d: Mapping[str, Any]) -> CompactionOperation:
-        file_id = _str(d, "fileId")
+        file_id = _text(d, "fileId")
         if not file_id:
             raise MetadataDecodeError("HoodieCompactionOperation.fileId is missing or empty")
-        partition = _str(d, "partitionPath")
+        partition = _text(d, "partitionPath")
         try:
             check_relative_path(partition, "HoodieCompactionOperation.partitionPath")
         except ValueError as e:
@@ -51,8 +52,8 @@ class CompactionOperation:
         deltas = d.get("deltaFilePaths") or ()
         if not all(isinstance(p, str) for p in deltas):
             raise MetadataDecodeError("HoodieCompactionOperation.deltaFilePaths must hold strings")
-        return cls(file_id, partition, _str(d, "baseInstantTime"), _str(d, "dataFilePath"), tuple(deltas),
-                   {str(k): float(v) for k, v in (d.get("metrics") or {}).items()}, _str(d, "bootstrapFilePath"))
+        return cls(file_id, partition, _text(d, "baseInstantTime"), _text(d, "dataFilePath"), tuple(deltas),
+                   {str(k): float(v) for k, v in (d.get("metrics") or {}).items()}, _text(d, "bootstrapFilePath"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +109,5 @@ def _by_group(plans: Iterable[tuple[str, Iterable[FileGroupId]]], what: str) -> 
     return out
 
 
-def _str(d: Mapping[str, Any], key: str) -> str:
-    value = d.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise MetadataDecodeError(f"HoodieCompactionOperation.{key} must be a string, got {type(value).__name__}")
-    return value
+def _text(d: Mapping[str, Any], key: str) -> str:
+    return optional_str(d, key, "HoodieCompactionOperation")

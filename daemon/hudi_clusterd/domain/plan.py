@@ -97,10 +97,10 @@ class SliceInfo:
     def from_avro(cls, d: Mapping[str, Any]) -> SliceInfo:
         return cls(
             file_id=_req_str(d, "fileId", "HoodieSliceInfo"),
-            partition_path=_opt_str(d, "partitionPath", "HoodieSliceInfo"),
-            data_file_path=_opt_str(d, "dataFilePath", "HoodieSliceInfo"),
+            partition_path=optional_str(d, "partitionPath", "HoodieSliceInfo"),
+            data_file_path=optional_str(d, "dataFilePath", "HoodieSliceInfo"),
             delta_file_paths=tuple(_str_item(p, "deltaFilePaths") for p in (d.get("deltaFilePaths") or ())),
-            bootstrap_file_path=_opt_str(d, "bootstrapFilePath", "HoodieSliceInfo"),
+            bootstrap_file_path=optional_str(d, "bootstrapFilePath", "HoodieSliceInfo"),
             version=int(d.get("version") or 1),
         )
 
@@ -231,7 +231,7 @@ class ClusteringStrategy:
     @classmethod
     def from_avro(cls, d: Mapping[str, Any]) -> ClusteringStrategy:
         return cls(
-            class_name=_opt_str(d, "strategyClassName", "HoodieClusteringStrategy"),
+            class_name=optional_str(d, "strategyClassName", "HoodieClusteringStrategy"),
             params={str(k): str(v) for k, v in (d.get("strategyParams") or {}).items()},
             version=int(d.get("version") or 1),
         )
@@ -311,7 +311,7 @@ class RequestedReplaceMetadata:
         plan = d.get("clusteringPlan")
         operation = d.get("operationType")
         if operation is not None:
-            operation = _opt_str(d, "operationType", "HoodieRequestedReplaceMetadata")
+            operation = optional_str(d, "operationType", "HoodieRequestedReplaceMetadata")
         return cls(
             operation_type=operation,
             clustering_plan=ClusteringPlan.from_avro(plan) if plan else None,
@@ -320,7 +320,7 @@ class RequestedReplaceMetadata:
         )
 
 
-def _opt_str(d: Mapping[str, Any], key: str, record: str) -> str:
+def optional_str(d: Mapping[str, Any], key: str, record: str) -> str:
     """A string field that may be null or absent (read as ""); any other type is a decode error."""
     value = d.get(key)
     if value is None:
