@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from hudi_clusterd.domain.keys import KeyReader
+from hudi_clusterd.domain.merging import DEFAULT_RELEASE, Release
 from hudi_clusterd.domain.policy import ClusteringPolicy, parse_policy
 from hudi_clusterd.errors import ConfigError, MetadataDecodeError
 from hudi_clusterd.formats.java_properties import parse_properties_document
@@ -78,6 +79,8 @@ class TableSpec:
     base_path: str
     policy: ClusteringPolicy
     lock_properties: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold credentials
+    merge_semantics: Release = DEFAULT_RELEASE
+    """Whose semantics a version-6 merge-on-read table is merged with (``clusterd.merge.semantics``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,7 @@ class Settings:
     lock_timeout_seconds: float
     lock_stale_seconds: float
     commit_wait_seconds: float
+    merge_semantics: Release
     source: str | None = None
 
     def table(self, name: str) -> TableSpec:
@@ -183,6 +187,7 @@ def settings_from_properties(
     spark_conf: list[tuple[str, str]] = []
     table_paths: dict[str, tuple[str, bool]] = {}
     table_overrides: dict[str, dict[str, str]] = {}
+    table_semantics: dict[str, Release] = {}
     for key, value in merged.items():
         if not key.startswith(_PREFIX) or key in DAEMON_KEYS or key == TABLES.name:
             continue
@@ -194,9 +199,14 @@ def settings_from_properties(
                 table_paths[name] = (value.strip(), key in from_overrides)
             elif sub.startswith("hoodie."):
                 table_overrides.setdefault(name, {})[sub] = value
+            elif sub == "merge.semantics":
+                try:
+                    table_semantics[name] = Release.parse(value)
+                except ValueError as e:
+                    problems.append(f"{key}: {e}")
             else:
-                problems.append(f"{key}: unknown table key (expected clusterd.table.<name>.base.path or "
-                                f"clusterd.table.<name>.hoodie.<key>)")  # fmt: skip
+                problems.append(f"{key}: unknown table key (expected clusterd.table.<name>.base.path, "
+                                f".merge.semantics or .hoodie.<key>)")
         else:
             problems.append(f"{key}: unknown daemon key{_did_you_mean(key)}")
 
@@ -233,8 +243,9 @@ def settings_from_properties(
             problems.append(f"table {name}: clusterd.table.{name}.base.path is not set")
         elif policy is not None:
             tables.append(TableSpec(name, _normalise(raw_path, None if is_override else base_dir), policy,
-                                    lock_properties(table_hoodie)))
-    for orphan in sorted((set(table_paths) | set(table_overrides)) - set(names)):
+                                    lock_properties(table_hoodie),
+                                    table_semantics.get(name, values.get("merge_semantics", DEFAULT_RELEASE))))
+    for orphan in sorted((set(table_paths) | set(table_overrides) | set(table_semantics)) - set(names)):
         problems.append(f"clusterd.table.{orphan}.*: table {orphan!r} is not listed in clusterd.tables")
 
     for raw_path in extra_base_paths:
@@ -243,7 +254,8 @@ def settings_from_properties(
         if not name or name.endswith(":"):
             problems.append(f"--base-path {raw_path!r}: cannot name a table after this path")
         elif default_policy is not None:
-            tables.append(TableSpec(name, base, default_policy, lock_properties(hoodie)))
+            tables.append(TableSpec(name, base, default_policy, lock_properties(hoodie),
+                                    values.get("merge_semantics", DEFAULT_RELEASE)))
     _check_unique(tables, problems)
     if not tables and not problems:
         problems.append("no tables: list them in clusterd.tables or pass --base-path")

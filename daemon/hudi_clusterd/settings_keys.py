@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from hudi_clusterd.domain.keys import Key, reference_rows
+from hudi_clusterd.domain.merging import DEFAULT_RELEASE, Release
 from hudi_clusterd.domain.values import csv
 
 _LOG_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "WARNING",
@@ -122,6 +123,11 @@ _DAEMON_KEYS: tuple[Key[Any], ...] = (
     Key("clusterd.lock.stale.seconds", "120", _positive_seconds, field="lock_stale_seconds", description=(
         "A lock file of another hudi-clusterd process not refreshed for this long is taken over (its holder "
         "died); Apache Hudi writers' lock files follow hoodie.write.lock.filesystem.expire instead.")),
+    Key("clusterd.merge.semantics", DEFAULT_RELEASE.value, Release.parse, field="merge_semantics", description=(
+        "Whose semantics the file slices of a merge-on-read table of version 6 are merged with: hudi-0.15 or "
+        "hudi-1.x (they disagree for OverwriteWithLatestAvroPayload: 0.15 keeps the larger ordering value among "
+        "log records, 1.x the later record); the release that writes and reads the table. Per table: "
+        "clusterd.table.<name>.merge.semantics.")),
     Key("clusterd.commit.wait.seconds", "60", _non_negative_seconds, field="commit_wait_seconds", description=(
         "How long, in all, a clustering's commit waits for the writers beside it: a write still only requested "
         "(its file groups not yet known) and, right after a write completed, the writer's next write. 0 commits "
@@ -134,6 +140,7 @@ _PATTERN_KEYS: tuple[tuple[str, str | None, str], ...] = (
     ("clusterd.table.<name>.base.path", None,
      "Base path of table <name> (a local path or a URI); relative paths are relative to the settings file."),
     ("clusterd.table.<name>.hoodie.<key>", None, "Overrides the default hoodie.<key> for table <name> only."),
+    ("clusterd.table.<name>.merge.semantics", None, "Overrides clusterd.merge.semantics for table <name> only."),
     ("clusterd.spark.conf.<key>", None, "Passed to Spark as <key>."),
 )  # fmt: skip
 

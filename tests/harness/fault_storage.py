@@ -105,7 +105,7 @@ class ArrowGroupRunner:
         self.files_per_group = files_per_group
 
     def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
-                  files: Sequence[BaseFile]) -> list[WriteStat]:
+                  files: Sequence[BaseFile], merge: object = None) -> list[WriteStat]:
         storage = self.storage or table.open_storage()
         partition = plan.input_groups[index].partition_path
         rows = pa.concat_tables([pq.read_table(io.BytesIO(storage.read_bytes(bf.relative_path))) for bf in files],

@@ -260,11 +260,11 @@ class FailingRunner:
     def __init__(self, inner: GroupRunner) -> None:
         self.inner = inner
 
-    def run_group(self, table: TableRef, instant: str, plan: Any, index: int, files: Any) -> Any:
+    def run_group(self, table: TableRef, instant: str, plan: Any, index: int, files: Any, merge: Any = None) -> Any:
         if index == 1:
             time.sleep(0.2)
             raise RuntimeError("disk on fire")
-        return self.inner.run_group(table, instant, plan, index, files)
+        return self.inner.run_group(table, instant, plan, index, files, merge)
 
     def cancel(self, table: TableRef, instant: str) -> None:
         self.inner.cancel(table, instant)

@@ -17,9 +17,8 @@ import pytest
 
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.plan import ClusteringGroup, ClusteringPlan, ClusteringStrategy, SliceInfo
-from hudi_clusterd.engine.clustering.merged import SliceMerge
 from hudi_clusterd.formats.avro import decode_ocf
-from hudi_clusterd.formats.log import MergeMode, MergeRule, merge_file_slice, read_data_log
+from hudi_clusterd.formats.log import MergeMode, MergeRule, SliceMerge, merge_file_slice, read_data_log
 from hudi_clusterd.storage import open_storage
 from hudi_clusterd.table.properties import read_config
 from hudi_clusterd.table.table_ref import TableRef

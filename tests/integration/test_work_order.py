@@ -57,9 +57,9 @@ class RecordingRunner:
         self.orders: list[WorkOrder] = []
 
     def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
-                  files: Sequence[BaseFile]) -> list[WriteStat]:
+                  files: Sequence[BaseFile], merge: object = None) -> list[WriteStat]:
         self.orders.append(plan.strategy.work_order)
-        return self.inner.run_group(table, instant, plan, index, files)
+        return self.inner.run_group(table, instant, plan, index, files, merge)
 
     def cancel(self, table: TableRef, instant: str) -> None:
         self.inner.cancel(table, instant)

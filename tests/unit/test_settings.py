@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hudi_clusterd import settings as settings_module
+from hudi_clusterd.domain.merging import Release
 from hudi_clusterd.domain.policy import DEFAULT_POLICY, PartitionFilterMode, parse_policy
 from hudi_clusterd.domain.row_order import LayoutStrategy
 from hudi_clusterd.errors import ConfigError
@@ -104,9 +105,21 @@ def test_load_settings_minimal_file_gives_every_default(tmp_path: Path) -> None:
         lock_timeout_seconds=60.0,
         lock_stale_seconds=120.0,
         commit_wait_seconds=60.0,
+        merge_semantics=Release.HUDI_0_15,
         source=str(tmp_path / "clusterd.properties"),
     )
     assert settings.tables[0].policy == DEFAULT_POLICY
+    assert settings.tables[0].merge_semantics is Release.HUDI_0_15
+
+
+def test_merge_semantics_daemon_wide_and_per_table(tmp_path: Path) -> None:
+    text = ("clusterd.tables=a,b\nclusterd.table.a.base.path=/t/a\nclusterd.table.b.base.path=/t/b\n"
+            "clusterd.merge.semantics=hudi-1.x\nclusterd.table.b.merge.semantics=HUDI-0.15\n")
+    settings, _ = load_settings(write(tmp_path, text))
+    assert [t.merge_semantics for t in settings.tables] == [Release.HUDI_1_X, Release.HUDI_0_15]
+    with pytest.raises(ConfigError) as e:
+        load_settings(write(tmp_path, text + "clusterd.table.a.merge.semantics=hudi-2\n"))
+    assert "clusterd.table.a.merge.semantics: must be hudi-0.15 or hudi-1.x, got 'hudi-2'" in e.value.problems
 
 
 def test_load_settings_no_file_with_base_path_uses_defaults(tmp_path: Path) -> None:
@@ -322,8 +335,8 @@ def test_load_settings_errors_of_every_table_reported_together(tmp_path: Path) -
             "clusterd.tables: 'a' is listed twice",
             "clusterd.tables: 'bad!name' is not a valid table name (letters, digits, _ and -)",
             "clusterd.table.z.*: table 'z' is not listed in clusterd.tables",
-            "clusterd.table.a.basepath: unknown table key (expected clusterd.table.<name>.base.path or "
-            "clusterd.table.<name>.hoodie.<key>)",
+            "clusterd.table.a.basepath: unknown table key (expected clusterd.table.<name>.base.path, "
+            ".merge.semantics or .hoodie.<key>)",
         ]
     )
 

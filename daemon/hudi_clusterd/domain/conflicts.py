@@ -3,7 +3,9 @@
 A plan requires, for each input file group, that the group still has the slice it was planned with as its latest
 committed slice, with the same log files (none for a slice planned without any, so that a log appended since,
 committed or not, wins), that no completed replacecommit replaced it, that no other pending clustering plan
-claims it, and (at commit) that no pending write is writing a new slice of it. `find_conflicts` checks these
+claims it, that no pending compaction or log compaction took it (one scheduled without the lock), and (at commit)
+that no pending write is writing a new slice of it nor a write the merge of its log files did not read completed
+meanwhile. `find_conflicts` checks these
 requirements against a fresh `FileSystemView`; each `Conflict` names the file group, the slice the plan expected
 and what is there now.
 """
@@ -25,6 +27,8 @@ class ConflictKind(Enum):
     CLAIMED = "is claimed by another clustering plan"
     BEING_WRITTEN = "is being written by a pending instant"
     LOG_FILES = "has other log files than the plan read"
+    COMPACTING = "is in a pending compaction plan"
+    LATE_WRITE = "was written by a write completed after its log files were merged"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +74,13 @@ def requirements(plan: ClusteringPlan) -> tuple[SliceRequirement, ...]:
 
 
 def find_conflicts(required: Iterable[SliceRequirement], view: FileSystemView, *, own_instant: str | None = None,
-                   pending_writes: Mapping[FileGroupId, str] | None = None) -> list[Conflict]:
+                   pending_writes: Mapping[FileGroupId, str] | None = None,
+                   late_writes: Mapping[FileGroupId, str] | None = None) -> list[Conflict]:
     """The requirements ``view`` breaks. ``own_instant`` is the plan's own instant (its claim is no conflict);
-    ``pending_writes`` maps file groups to the pending instants writing them (from their markers)."""
+    ``pending_writes`` maps file groups to the pending instants writing them (from their markers);
+    ``late_writes`` to the completed writes the merge of their log files did not apply."""
     writes = pending_writes or {}
+    late = late_writes or {}
     out: list[Conflict] = []
     for req in required:
         claimed_by = view.pending_clustering.instant_for(req.group)
@@ -86,6 +93,10 @@ def find_conflicts(required: Iterable[SliceRequirement], view: FileSystemView, *
             out.append(Conflict(req, ConflictKind.NEWER_SLICE, latest.base_instant))
         elif (logs := {lf.file_name for lf in view.log_files_from_latest(req.group)}) != req.log_files:
             out.append(Conflict(req, ConflictKind.LOG_FILES, ", ".join(sorted(logs))))
+        elif (compaction := view.pending_compaction.instant_for(req.group)) is not None:
+            out.append(Conflict(req, ConflictKind.COMPACTING, compaction))
         elif req.group in writes:
             out.append(Conflict(req, ConflictKind.BEING_WRITTEN, writes[req.group]))
+        elif req.group in late:
+            out.append(Conflict(req, ConflictKind.LATE_WRITE, late[req.group]))
     return out

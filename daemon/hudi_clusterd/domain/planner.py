@@ -6,8 +6,10 @@ The rules, as Hudi 0.14/0.15 apply them, and one step beyond:
   ``hoodie.clustering.async.max.commits``; ``force`` skips this check.
 - Eligibility: the latest committed slice of each live file group, base file smaller than
   ``small.file.limit``, group not in a pending clustering, compaction or log compaction plan.
-  Narrower than Hudi on merge-on-read tables: a slice without a base file, or with any log file (committed or
-  not, in the latest slice or a newer one), is left out, so a plan rewrites base files only.
+  On merge-on-read tables (``merge_logs``) a slice's log files go into the plan with it (``deltaFilePaths``) and
+  are merged when the plan runs, as Hudi does; narrower than Hudi, a slice with a log file of a pending write, or
+  without a base file (a log-only slice), is left out. Without ``merge_logs`` a slice with any log file is left
+  out, so a plan rewrites base files only.
   Beyond Hudi: groups the caller names as hot (updated by the latest upserts) are left out too, so a plan does
   not claim groups that ingestion keeps rewriting (ingestion wins conflicts, which would drop the plan).
 - Grouping, per partition (size-based strategy): largest first, groups up to ``max.bytes.per.group``,
@@ -102,13 +104,16 @@ class PlanningResult:
 
 def eligible_slices(
     view: FileSystemView, partitions: Sequence[str], policy: ClusteringPolicy, skipped: dict[str, int],
-    hot_groups: Collection[FileGroupId] = (), unsettled_groups: Collection[FileGroupId] = (),
+    hot_groups: Collection[FileGroupId] = (), unsettled_groups: Collection[FileGroupId] = (), *,
+    merge_logs: bool = False,
 ) -> dict[str, list[FileSlice]]:
-    """Latest committed, small, unclaimed, base-file-only, not hot and settled slices per partition."""
+    """Latest committed, small, unclaimed, not hot and settled slices with a base file per partition: without
+    log files, or (``merge_logs``) with log files of completed writes only."""
     out: dict[str, list[FileSlice]] = {}
     wanted = set(partitions)
     hot = set(hot_groups)
     unsettled = set(unsettled_groups)
+    pending = set(view.timeline.pending().times())
     for sl in view.latest_file_slices():
         if sl.partition_path not in wanted:
             continue
@@ -118,8 +123,12 @@ def eligible_slices(
             skipped["in a pending clustering plan"] = skipped.get("in a pending clustering plan", 0) + 1
         elif view.is_pending_compaction(sl.group_id):
             skipped["in a pending compaction plan"] = skipped.get("in a pending compaction plan", 0) + 1
-        elif sl.base_file is None or view.log_files_from_latest(sl.group_id):
+        elif sl.base_file is None:
+            skipped["no base file"] = skipped.get("no base file", 0) + 1
+        elif (logs := view.log_files_from_latest(sl.group_id)) and not merge_logs:
             skipped["has log files"] = skipped.get("has log files", 0) + 1
+        elif any(lf.name.base_instant in pending for lf in logs) or logs != sl.log_files:
+            skipped["log files being written"] = skipped.get("log files being written", 0) + 1
         elif sl.group_id in hot:
             skipped["recently updated (hot)"] = skipped.get("recently updated (hot)", 0) + 1
         elif sl.group_id in unsettled:
@@ -225,6 +234,7 @@ def plan_clustering(
     clustered_instants: Collection[str] = (),
     hot_groups: Collection[FileGroupId] = (),
     unsettled_groups: Collection[FileGroupId] = (),
+    merge_logs: bool = False,
 ) -> PlanningResult:
     """Build a clustering plan over ``view`` (the trigger is checked by the caller).
 
@@ -233,12 +243,13 @@ def plan_clustering(
     gives the leading sort column's (min, max) per base file, from parquet footers; ``clustered_instants`` are
     the times of completed clustering instants (their single files are not rewritten alone); ``hot_groups`` are
     file groups recent upserts updated, and ``unsettled_groups`` those whose newest slice the listing missed, both
-    left out of the plan."""
+    left out of the plan; ``merge_logs``: slices with log files are planned with them (a merge-on-read table)."""
     partitions = select_partitions(view.partitions(), policy, now)
     if not partitions:
         return PlanningResult(None, "no partition passes the partition filters")
     skipped: dict[str, int] = {}
-    by_partition = eligible_slices(view, partitions, policy, skipped, hot_groups, unsettled_groups)
+    by_partition = eligible_slices(view, partitions, policy, skipped, hot_groups, unsettled_groups,
+                                   merge_logs=merge_logs)
     n_eligible = sum(len(v) for v in by_partition.values())
     if n_eligible == 0:
         detail = ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())) or "no file slices"

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from hudi_clusterd.domain.merging import CDC_ENABLED, TableMerging
 from hudi_clusterd.domain.timeline_layout import (
     DEFAULT_HISTORY_PATH,
     DEFAULT_TIMELINE_PATH,
@@ -215,19 +216,55 @@ class TableConfig:
             self.timeline_layout  # noqa: B018  (validates hoodie.timeline.path)
         except TimelineError as e:
             raise UnsupportedTableError(f"{source}: {e}") from e
-        if self.table_type != TableType.COPY_ON_WRITE.value:
+        if self.table_type not in (TableType.COPY_ON_WRITE.value, TableType.MERGE_ON_READ.value):
             raise UnsupportedTableError(
-                f"{source}: {TYPE}={self.table_type} is not supported; only COPY_ON_WRITE tables are handled"
-            )
+                f"{source}: {TYPE}={self.table_type} is not supported; COPY_ON_WRITE and MERGE_ON_READ tables are")
         if self.base_file_format != "PARQUET":
             raise UnsupportedTableError(f"{source}: {BASE_FILE_FORMAT}={self.base_file_format}: only PARQUET")
+        if self.merge_on_read:
+            self._check_mergeable(source)
 
-    def check_writable(self, source: str, *, keeps_metadata_table: bool = False) -> None:
-        """Refuse writes our commits would leave inconsistent. A writer that does not keep the metadata table
-        true (``keeps_metadata_table=False``: our ingestion) refuses a table that has one; clustering keeps it
+    @property
+    def merge_on_read(self) -> bool:
+        return self.table_type == TableType.MERGE_ON_READ.value
+
+    @property
+    def merging(self) -> TableMerging:
+        """How the table merges records of one key: version 6 by its payload class, 8 by its merge strategy id
+        (or mode), 9 by its merge mode; `UnsupportedTableError` when the daemon cannot merge as it does."""
+        if self.version == 6:
+            return TableMerging.of_payload_class(self.raw)
+        return TableMerging.of_merge_mode(self.raw, strategy_first=self.version == 8)
+
+    @property
+    def clustering_blocks_compaction(self) -> bool:
+        """Whether a pending clustering keeps Apache Hudi from scheduling compaction: on a merge-on-read table of
+        version 6 (hudi-mor-reference §4.2)."""
+        return self.merge_on_read and self.version == 6
+
+    def _check_mergeable(self, source: str) -> None:
+        """Refuse a merge-on-read table whose file slices the daemon cannot merge as Hudi does."""
+        if _bool(self.raw.get(CDC_ENABLED), False):
+            raise UnsupportedTableError(f"{source}: {CDC_ENABLED}=true: merge-on-read tables with change data "
+                                        "capture are not served (their log files carry CDC blocks)")
+        if not self.populate_meta_fields:
+            raise UnsupportedTableError(f"{source}: {POPULATE_META_FIELDS}=false: a merge-on-read table's log records "
+                                        "are merged by _hoodie_record_key, which this table does not write")
+        try:
+            self.merging  # noqa: B018  (refuses a merge setting the daemon cannot follow)
+        except UnsupportedTableError as e:
+            raise UnsupportedTableError(f"{source}: {e}") from e
+
+    def check_writable(self, source: str, *, clustering: bool = False) -> None:
+        """Refuse writes our commits would leave inconsistent. Our own ingestion (``clustering=False``) refuses a
+        merge-on-read table and a table with a metadata table (it keeps neither true); clustering serves both
         (``hudi_clusterd.table.metadata`` decides what it can keep)."""
         self.check_readable(source)
-        if self.metadata_partitions and not keeps_metadata_table:
+        if self.merge_on_read and not clustering:
+            raise UnsupportedTableError(
+                f"{source}: {TYPE}={self.table_type}: hudi-clusterd's own writer writes copy-on-write tables only "
+                "(its clustering serves merge-on-read tables); write to this table with Apache Hudi's writer")
+        if self.metadata_partitions and not clustering:
             raise UnsupportedTableError(
                 f"{source}: the table has a metadata table ({METADATA_PARTITIONS}="
                 f"{','.join(self.metadata_partitions)}); hudi-clusterd's own writer does not update it (its "

@@ -42,8 +42,9 @@ from hudi_clusterd.errors import (
     TableBusyError,
     TimelineError,
 )
+from hudi_clusterd.formats.log import SliceMerge
 from hudi_clusterd.ops.cleanup import LOCK_RELEASE, MARKERS, CleanupFailure
-from hudi_clusterd.ops.pending_writes import ingestion_rhythm, other_pending_writes, pending_writes
+from hudi_clusterd.ops.pending_writes import ingestion_rhythm, late_writes, other_pending_writes, pending_writes
 from hudi_clusterd.table.heartbeat import INGESTION_TIMEOUT_S, heartbeat_expired, heartbeat_path
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.markers import delete_markers, list_markers
@@ -91,8 +92,11 @@ def committed_on_timeline(table: HoodieTable, instant: str) -> Committed | None:
 
 
 def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_group: Sequence[Sequence[WriteStat]],
-             extra: Mapping[str, str], *, undecided_wait_s: float = UNDECIDED_WAIT_S) -> Committed:
-    """Commit clustering ``instant`` (see the module docstring).
+             extra: Mapping[str, str], *, undecided_wait_s: float = UNDECIDED_WAIT_S,
+             merged: SliceMerge | None = None) -> Committed:
+    """Commit clustering ``instant`` (see the module docstring). ``merged``: how the groups' slices with log
+    files were merged; a write that completed after its instants were read and touched a planned file group
+    (its blocks were not merged) is a conflict too.
 
     A group whose input moved (a conflict) is left out: its files are deleted and its file groups are not
     replaced, while the other groups commit. When every group moved, a plan of ours still commits, replacing and
@@ -118,7 +122,7 @@ def complete(table: HoodieTable, instant: str, plan: ClusteringPlan, stats_by_gr
     deadline = time.monotonic() + undecided_wait_s
     while True:
         attempt = _try_complete(table, instant, plan, stats_by_group, extra,
-                                may_wait=time.monotonic() < deadline)
+                                may_wait=time.monotonic() < deadline, merged=merged)
         if isinstance(attempt, Committed):
             return attempt
         if attempt.busy:
@@ -179,15 +183,15 @@ def _wait_for_next_write(table: HoodieTable, wait: _Wait, deadline: float) -> No
 
 
 def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
-                  stats_by_group: Sequence[Sequence[WriteStat]], extra: Mapping[str, str], *, may_wait: bool
-                  ) -> Committed | _Wait:
+                  stats_by_group: Sequence[Sequence[WriteStat]], extra: Mapping[str, str], *, may_wait: bool,
+                  merged: SliceMerge | None = None) -> Committed | _Wait:
     """One attempt of `complete`: the commit under the lock, then the markers' clean-up; or (when ``may_wait``)
     why it waits, having written nothing. Past the commit point a failure of the lock's release or of the
     markers' deletion is a `CleanupFailure` of the result, never an error."""
     attempt: Committed | _Wait | None = None
     try:
         with table.lock():
-            attempt = _commit_locked(table, instant, plan, stats_by_group, extra, may_wait=may_wait)
+            attempt = _commit_locked(table, instant, plan, stats_by_group, extra, may_wait=may_wait, merged=merged)
     except Exception as e:
         if not isinstance(attempt, Committed):
             raise
@@ -207,8 +211,8 @@ def _try_complete(table: HoodieTable, instant: str, plan: ClusteringPlan,
 
 
 def _commit_locked(table: HoodieTable, instant: str, plan: ClusteringPlan,
-                   stats_by_group: Sequence[Sequence[WriteStat]], extra: Mapping[str, str], *, may_wait: bool
-                   ) -> Committed | _Wait:
+                   stats_by_group: Sequence[Sequence[WriteStat]], extra: Mapping[str, str], *, may_wait: bool,
+                   merged: SliceMerge | None = None) -> Committed | _Wait:
     """`_try_complete`'s part under the lock, up to and including the commit point."""
     # a writer may have upgraded the table (moving its timeline) or changed it since the plan ran
     try:
@@ -237,7 +241,9 @@ def _commit_locked(table: HoodieTable, instant: str, plan: ClusteringPlan,
         if rhythm is not None and rhythm.settled_at_ms() > time.time() * 1000.0:
             return _Wait(settled_at_ms=rhythm.settled_at_ms(),
                          pending=frozenset(i.time for i in other_pending_writes(view.timeline)))
-    conflicts = find_conflicts(requirements(plan), view, own_instant=instant, pending_writes=writes.writing)
+    late = late_writes(table, view.timeline, groups, merged) if merged is not None else None
+    conflicts = find_conflicts(requirements(plan), view, own_instant=instant, pending_writes=writes.writing,
+                               late_writes=late)
     moved = {c.group for c in conflicts}
     dropped = tuple(i for i, g in enumerate(plan.input_groups) if moved.intersection(g.group_ids()))
     described = [str(c) for c in conflicts]
@@ -279,12 +285,23 @@ def _commit_locked(table: HoodieTable, instant: str, plan: ClusteringPlan,
 
 
 def _latest_files_with(view: FileSystemView, written: Mapping[str, Sequence[WriteStat]]) -> dict[str, list[str]]:
-    """Per partition the commit writes, the relative paths of its latest base files before the commit and of the
-    commit's new files: what Hudi 1.x recomputes partition statistics over (the groups a clustering replaces
-    included, as Hudi 1.2 does)."""
-    return {partition: sorted({bf.relative_path for bf in view.latest_base_files(partition)}
-                              | {ws.path for ws in stats if ws.path})
-            for partition, stats in written.items()}
+    """Per partition the commit writes, the relative paths of its latest file slices' files before the commit
+    (base and log files) and of the commit's new files: what Hudi 1.x recomputes partition statistics over (the
+    groups a clustering replaces included, as Hudi 1.2 does)."""
+    out: dict[str, list[str]] = {}
+    for partition, stats in written.items():
+        files = {ws.path for ws in stats if ws.path}
+        base_of = {bf.group_id: bf for bf in view.latest_base_files(partition)}
+        files.update(bf.relative_path for bf in base_of.values())
+        for sl in view.latest_file_slices(partition):
+            # a pending compaction's slice merges with the one before it, as Hudi's latest merged slices do
+            base = base_of.get(sl.group_id)
+            since = base.instant_time if base is not None else ""
+            group = view.file_group(sl.group_id)
+            files.update(lf.relative_path for s in (group.slices if group else ()) if s.base_instant >= since
+                         for lf in s.log_files)
+        out[partition] = sorted(files)
+    return out
 
 
 def withdraw_collided(table: HoodieTable, instant: str, written: Sequence[WriteStat]) -> None:

@@ -95,6 +95,8 @@ class TableObserved:
     oldest_pending_age_s: float | None
     files: int
     small_files: int
+    compaction_blocked_s: float = 0.0
+    """How long a pending clustering has kept Hudi from scheduling compaction (a version-6 merge-on-read table)."""
 
 
 @dataclass(frozen=True, slots=True)

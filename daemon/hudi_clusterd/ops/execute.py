@@ -100,14 +100,15 @@ class Executor:
 
 
 def group_inputs(snapshot: TableSnapshot, plan: ClusteringPlan) -> list[list[BaseFile]]:
-    """Each group's base files with their sizes, from the snapshot's listing; a file the listing lacks is
-    looked up on storage, and a missing one fails the plan, naming it."""
+    """Each group's base files with their sizes (a log-only slice has none), from the snapshot's listing; a file
+    the listing lacks is looked up on storage, and a missing one fails the plan, naming it."""
     storage = snapshot.table.storage
     out: list[list[BaseFile]] = []
     for group in plan.input_groups:
-        listed = snapshot.group_files([(s.group_id, s.file_name) for s in group.slices])
+        with_base = [s for s in group.slices if s.data_file_path]  # a log-only slice has no base file
+        listed = snapshot.group_files([(s.group_id, s.file_name) for s in with_base])
         files: list[BaseFile] = []
-        for s, bf in zip(group.slices, listed, strict=True):
+        for s, bf in zip(with_base, listed, strict=True):
             if bf is None:
                 try:
                     rel = storage.rel_from_uri(s.data_file_path)  # refuses paths outside the table
@@ -121,6 +122,11 @@ def group_inputs(snapshot: TableSnapshot, plan: ClusteringPlan) -> list[list[Bas
             files.append(bf)
         out.append(files)
     return out
+
+
+def plan_has_logs(plan: ClusteringPlan) -> bool:
+    """Whether any slice of ``plan`` has log files (read merged)."""
+    return any(s.delta_file_paths for g in plan.input_groups for s in g.slices)
 
 
 def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *,
@@ -157,8 +163,11 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
     try:
         observer.notify(PlanStarted(table.name, instant, len(plan.input_groups), plan.num_slices, plan.input_bytes))
         inputs = group_inputs(snapshot, plan)
+        # the instants whose log blocks the merge applies: those completed now (a write completing later that
+        # touched a planned file group makes it a conflict at the commit)
+        merge = table.slice_merge(table.timeline(), instant) if plan_has_logs(plan) else None
         ran = run_groups(GroupRun(executor.runner, table.ref, instant, plan, inputs, executor.parallelism, observer,
-                                  cancel))
+                                  cancel, merge))
         written = ran.written
         ran.check()
         by_group = ran.by_group
@@ -171,7 +180,8 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
         mdt = table.metadata_table()
         if mdt is not None:  # the new files' column statistics, read now rather than under the commit's lock
             mdt.prepare(table.latest_schema(), every)
-        committed = complete(table, instant, plan, by_group, extra, undecided_wait_s=executor.commit_wait_s)
+        committed = complete(table, instant, plan, by_group, extra, undecided_wait_s=executor.commit_wait_s,
+                             merged=merge)
         return finished(_committed_result(table, claim, executor, plan, committed, figures,
                                           time.monotonic() - started))
     except InstantCollisionError as e:

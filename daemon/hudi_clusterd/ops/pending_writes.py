@@ -14,6 +14,7 @@ from hudi_clusterd.domain.file_group import FileGroupId
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.errors import MetadataDecodeError, StorageError
+from hudi_clusterd.formats.log import SliceMerge
 from hudi_clusterd.table.heartbeat import INGESTION_TIMEOUT_S, heartbeat_expired
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.markers import list_markers
@@ -100,7 +101,8 @@ def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroup
         if inst.time == own_instant or inst.action.is_replace:
             continue
         for marker in list_markers(table.storage, inst.time):
-            gid = (marker.partition_path, marker.data_file_name.split("_", 1)[0])
+            # a base file's name starts with its file id; a log file's with a dot and its file id
+            gid = (marker.partition_path, marker.data_file_name.lstrip(".").split("_", 1)[0])
             if gid in groups:
                 out.setdefault(gid, inst.time)
         if inst.state is State.INFLIGHT:
@@ -124,3 +126,18 @@ def pending_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroup
 def other_pending_writes(timeline: Timeline) -> list[Instant]:
     """Pending write instants other than clustering (and other replacecommits)."""
     return [i for i in timeline.writes().pending() if not i.action.is_replace]
+
+
+def late_writes(table: HoodieTable, timeline: Timeline, groups: set[FileGroupId], merged: SliceMerge
+                ) -> dict[FileGroupId, str]:
+    """``groups`` a completed write (commit or deltacommit) touched whose blocks the clustering's merge did not
+    apply (it completed after the merge's instants were read): group → that write's instant."""
+    out: dict[FileGroupId, str] = {}
+    for inst in timeline.of_actions(INGESTION_ACTIONS).completed():
+        if inst.time in merged:
+            continue
+        for ws in table.timeline_store.commit_metadata(inst).write_stats():
+            gid = (ws.partition_path or "", ws.file_id)
+            if ws.file_id and gid in groups:
+                out.setdefault(gid, inst.time)
+    return out

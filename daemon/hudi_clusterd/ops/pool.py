@@ -19,6 +19,7 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.errors import ExecutionError
+from hudi_clusterd.formats.log import SliceMerge
 from hudi_clusterd.ops.events import GroupFinished, GroupStarted, Observer
 from hudi_clusterd.ops.ports import GroupRunner
 from hudi_clusterd.table.table_ref import TableRef
@@ -38,6 +39,8 @@ class GroupRun:
     parallelism: int
     observer: Observer
     cancel: threading.Event
+    merge: SliceMerge | None = None
+    """How slices with log files are merged (None: a copy-on-write table)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +84,7 @@ def run_groups(run: GroupRun) -> GroupResults:
             out: list[WriteStat] = []
             ok = False
             try:
-                out = runner.run_group(table, instant, plan, index, run.inputs[index])
+                out = runner.run_group(table, instant, plan, index, run.inputs[index], run.merge)
                 ok = True
                 return out
             finally:

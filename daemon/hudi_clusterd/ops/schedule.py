@@ -45,7 +45,7 @@ from hudi_clusterd.errors import ConfigError, InstantCollisionError
 from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.table.hoodie_table import HoodieTable
-from hudi_clusterd.table.listing import Listing
+from hudi_clusterd.table.listing import Listing, pending_compaction
 
 log = structlog.get_logger(__name__)
 
@@ -112,6 +112,19 @@ def _save(table: HoodieTable, snapshot: TableSnapshot, data: bytes) -> Instant:
                                 "writer while the plan was saved; try again")
 
 
+def _check_compactions(table: HoodieTable, plan: ClusteringPlan, instant: str) -> None:
+    """Warn when a compaction that another writer scheduled without the table lock took planned file groups
+    (Hudi's compactor leaves out groups of a pending clustering only once it sees the plan): the commit leaves
+    them out (`domain.conflicts`)."""
+    if not table.config.merge_on_read:
+        return
+    compacting = pending_compaction(table.timeline_store, table.timeline())
+    taken = sorted({t for g in plan.group_ids() if (t := compacting.instant_for(g)) is not None})
+    if taken:
+        log.warning("compactions scheduled beside the plan took some of its file groups; they are left out at the "
+                    "commit", instant=instant, compactions=taken)
+
+
 def _decide(table: HoodieTable, listing: Listing, policy: ClusteringPolicy, *, force: bool, now: datetime,
             hot_commits: int, ranges: RangeLookup | None) -> ScheduleResult:
     """Read the timeline, check the trigger and plan (nothing saved)."""
@@ -123,7 +136,8 @@ def _decide(table: HoodieTable, listing: Listing, policy: ClusteringPolicy, *, f
     check_sort_columns(snapshot, policy)
     planning = plan_clustering(snapshot.view, policy, now, table.base_file_uri, ranges=ranges,
                                clustered_instants=snapshot.clustered_instants(),
-                               hot_groups=snapshot.hot_groups(hot_commits), unsettled_groups=snapshot.unsettled)
+                               hot_groups=snapshot.hot_groups(hot_commits), unsettled_groups=snapshot.unsettled,
+                               merge_logs=table.config.merge_on_read)
     return ScheduleResult(snapshot, decision, planning)
 
 
@@ -165,6 +179,7 @@ def schedule(
                           table.timeline_store.serde.encode_plan(RequestedReplaceMetadata.for_plan(plan)))
         log.info("clustering plan saved", instant=requested.time, groups=len(plan.input_groups),
                  slices=plan.num_slices, input_bytes=plan.input_bytes)
+        _check_compactions(table, plan, requested.time)
         pending = PendingPlan(requested, plan)
         claim = claim_with.claim(table, pending, locked=True) if claim_with is not None else None
     if plan is not planning.plan:

@@ -66,11 +66,13 @@ class TableSnapshot:
         return self.table.latest_schema(self.timeline)
 
     def hot_groups(self, last_commits: int) -> set[FileGroupId]:
-        """File groups updated (``numUpdateWrites`` > 0) by the last ``last_commits`` completed commits."""
+        """File groups updated (``numUpdateWrites`` > 0) by the last ``last_commits`` completed ingestion writes:
+        commits, on a merge-on-read table deltacommits (its commits are compactions)."""
         out: set[FileGroupId] = set()
         if last_commits <= 0:
             return out
-        for inst in self.timeline.of_actions([Action.COMMIT]).completed().instants[-last_commits:]:
+        action = Action.DELTA_COMMIT if self.table.config.merge_on_read else Action.COMMIT
+        for inst in self.timeline.of_actions([action]).completed().instants[-last_commits:]:
             for ws in self.table.timeline_store.commit_metadata(inst).write_stats():
                 if ws.num_update_writes > 0 and ws.file_id:
                     out.add((ws.partition_path or "", ws.file_id))
@@ -93,6 +95,13 @@ class TableSnapshot:
     def oldest_pending_age_s(self, now: datetime | None = None) -> float | None:
         ages = [self.table.instant_age_seconds(p.time, now) for p in self.pending]
         return max(ages) if ages else None
+
+    def compaction_blocked_s(self, now: datetime | None = None) -> float:
+        """How long the oldest pending clustering has kept Apache Hudi from scheduling compaction: on a
+        merge-on-read table of version 6 any pending clustering does (hudi-mor-reference §4.2); 0 otherwise."""
+        if not self.table.config.clustering_blocks_compaction:
+            return 0.0
+        return self.oldest_pending_age_s(now) or 0.0
 
     def latest_files(self) -> list[BaseFile]:
         return self.view.latest_base_files()

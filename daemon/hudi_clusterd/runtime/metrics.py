@@ -82,6 +82,9 @@ class Metrics:
             t,
             "Age of the oldest pending clustering plan (0 when there is none).",
         )
+        self.compaction_blocked = _gauge(reg, "pending_clustering_blocks_compaction_seconds", t, (
+            "On a merge-on-read table of version 6: how long the oldest pending clustering has kept Apache Hudi "
+            "from scheduling compaction (0 otherwise)."))
         self.plans_scheduled = _counter(
             reg, "plans_scheduled_total", t, "Clustering plans written as requested replacecommits."
         )
@@ -187,6 +190,11 @@ class Metrics:
         self._touch(table)
         self.pending_plans.labels(table=table).set(count)
         self.oldest_pending_plan_age.labels(table=table).set((oldest_age_seconds or 0.0) if count else 0.0)
+
+    def set_compaction_blocked(self, table: str, seconds: float) -> None:
+        """How long a pending clustering has kept Hudi from scheduling compaction on ``table``."""
+        self._touch(table)
+        self.compaction_blocked.labels(table=table).set(seconds)
 
     def plan_scheduled(self, table: str) -> None:
         """A requested clustering plan was written for ``table``."""
@@ -296,7 +304,7 @@ class Metrics:
 
     def _per_table(self) -> tuple[Gauge | Counter | Histogram, ...]:
         return (
-            self.commits_since_clustering, self.pending_plans, self.oldest_pending_plan_age,
+            self.commits_since_clustering, self.pending_plans, self.oldest_pending_plan_age, self.compaction_blocked,
             self.plans_scheduled, self.rewritten_bytes, self.rewritten_files, self.snapshot_files,
             self.snapshot_small_files, self.files_scanned_ratio, self.table_busy, self.last_success,
             self.lock_hold, self.lock_connection_retries, self.lock_takeovers, self.leases_lost,
@@ -354,6 +362,7 @@ class MetricsObserver:
         elif isinstance(event, TableObserved):
             m.set_commits_since_clustering(event.table, event.commits_since_clustering)
             m.set_pending_plans(event.table, event.pending_plans, event.oldest_pending_age_s)
+            m.set_compaction_blocked(event.table, event.compaction_blocked_s)
             m.set_snapshot(event.table, event.files, event.small_files)
             with self._lock:
                 self._pending[event.table] = event.pending_plans

@@ -7,7 +7,7 @@ and keeps its table object between ticks (its timeline cache and footer ranges s
 the tick's one `TableSnapshot` (and schedules, and claims, when due); the first tick recovers what a crashed
 executor left; the table's state is reported; and pending plans run oldest first, the one just scheduled last.
 Groups of a plan run on the executor's thread pool, each as a job of the shared engine. Events go to the daemon's
-observer (metrics and logs, wired by ``runtime.app``), and after every tick what it cost (`runtime.usage`).
+observer (metrics and logs, wired by ``runtime.app``), after every tick what it cost (`runtime.usage`).
 """
 
 from __future__ import annotations
@@ -27,15 +27,7 @@ from hudi_clusterd.errors import ClusterdError, StorageError, TableBusyError
 from hudi_clusterd.lock import LocalMutexes, LockProvider, lock_provider_from_properties
 from hudi_clusterd.ops.cleanup import Leftovers
 from hudi_clusterd.ops.commit import rollback_clustering
-from hudi_clusterd.ops.events import (
-    Event,
-    LayoutMeasured,
-    Observer,
-    Outcome,
-    PlanScheduled,
-    TableBusy,
-    TableObserved,
-)
+from hudi_clusterd.ops.events import Event, LayoutMeasured, Observer, Outcome, PlanScheduled, TableBusy, TableObserved
 from hudi_clusterd.ops.execute import ExecutionResult, Executor, execute
 from hudi_clusterd.ops.ownership import Claim, Ownership
 from hudi_clusterd.ops.ports import GroupRunner
@@ -194,8 +186,9 @@ class TableWorker:
 
     @staticmethod
     def table_key(settings: Settings, spec: TableSpec) -> tuple[object, ...]:
-        """What the open table depends on: its base path and how it is locked."""
-        return spec.base_path, spec.lock_properties, settings.lock_timeout_seconds, settings.lock_stale_seconds
+        """What the open table depends on: its base path, how it is locked and merged."""
+        return spec.base_path, spec.lock_properties, settings.lock_timeout_seconds, settings.lock_stale_seconds, \
+            spec.merge_semantics
 
     def open_table(self, settings: Settings, spec: TableSpec) -> HoodieTable:
         """The table, kept between ticks; opened again when its base path or lock settings change."""
@@ -203,7 +196,7 @@ class TableWorker:
         if self.table is None or self._table_key != key:
             storage = open_storage(table_storage_spec(spec.base_path, dict(spec.lock_properties)))
             self.table = HoodieTable.open(spec.base_path, storage, lock_provider=self.daemon.lock_provider(
-                settings, spec, storage))
+                settings, spec, storage), merge_release=spec.merge_semantics)
             self._table_key = key
         return self.table
 
@@ -261,10 +254,10 @@ class TableWorker:
         """Report the table's gauges; a plan ``scheduled`` after ``snapshot`` was read is the newest clustering
         instant, so no commit counts since it."""
         latest = snapshot.latest_files()
+        small = sum(1 for f in latest if f.size < spec.policy.small_file_limit)
         self.observer.notify(TableObserved(
             self.name, 0 if scheduled else snapshot.commits_since_clustering, len(snapshot.pending) + scheduled,
-            snapshot.oldest_pending_age_s(), len(latest),
-            sum(1 for f in latest if f.size < spec.policy.small_file_limit)))
+            snapshot.oldest_pending_age_s(), len(latest), small, snapshot.compaction_blocked_s()))
 
     def _execute(self, snapshot: TableSnapshot, spec: TableSpec, pending: PendingPlan, claim: Claim | None
                  ) -> ExecutionResult | None:

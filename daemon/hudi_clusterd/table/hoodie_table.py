@@ -20,10 +20,12 @@ from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.fs_view import FileSystemView, ReplacedGroups
 from hudi_clusterd.domain.instant import Instant
 from hudi_clusterd.domain.log_file import LogFile
+from hudi_clusterd.domain.merging import DEFAULT_RELEASE, Release
 from hudi_clusterd.domain.plan import PendingPlan
 from hudi_clusterd.domain.table_config import TableConfig
 from hudi_clusterd.domain.timeline import Timeline
-from hudi_clusterd.errors import TableError
+from hudi_clusterd.errors import TableError, UnsupportedTableError
+from hudi_clusterd.formats.log import MergeRule, SliceMerge
 from hudi_clusterd.lock import FileSystemLockProvider, Lease, LockProvider
 from hudi_clusterd.lock.usage import LockUsage
 from hudi_clusterd.storage import FileInfo, Storage, open_storage
@@ -45,9 +47,11 @@ class HoodieTable:
     """One table (version 6, 8 or 9)."""
 
     def __init__(self, storage: Storage, config: TableConfig, *, lock_provider: LockProvider | None = None,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 clock: Clock = SYSTEM_CLOCK, merge_release: Release = DEFAULT_RELEASE) -> None:
         self.storage = storage
         self.config = config
+        self.merge_release = merge_release
+        """Whose semantics a merge-on-read table of version 6 is merged with (`MergeRule.of_table`)."""
         self.lock_provider = lock_provider or FileSystemLockProvider(storage)
         self.clock = clock
         """Where instant times come from, and how the clock skew is waited out."""
@@ -68,12 +72,14 @@ class HoodieTable:
 
     @classmethod
     def open(cls, base_path: str, storage: Storage | None = None, *, lock_provider: LockProvider | None = None,
-             clock: Clock = SYSTEM_CLOCK) -> HoodieTable:
+             clock: Clock = SYSTEM_CLOCK, merge_release: Release = DEFAULT_RELEASE) -> HoodieTable:
         """Open an existing table; refuses versions, layouts and types this daemon does not support.
 
-        ``lock_provider`` takes the table's lock (default: the file lock in the table's ``.hoodie``)."""
+        ``lock_provider`` takes the table's lock (default: the file lock in the table's ``.hoodie``);
+        ``merge_release``: whose semantics a version-6 merge-on-read table is merged with."""
         storage = storage or open_storage(base_path)
-        return cls(storage, properties.read_existing_config(storage), lock_provider=lock_provider, clock=clock)
+        return cls(storage, properties.read_existing_config(storage), lock_provider=lock_provider, clock=clock,
+                   merge_release=merge_release)
 
     @classmethod
     def create(cls, base_path: str, config: TableConfig, storage: Storage | None = None, *,
@@ -89,6 +95,11 @@ class HoodieTable:
         layout change, and refuse a table clustering must not write: another version or layout, or a metadata
         table the daemon cannot keep true (`MetadataTable.check_supported`)."""
         config = properties.read_writable_config(self.storage)
+        if self.config.merge_on_read and config.version != self.config.version:
+            # Hudi's upgrade of a merge-on-read table compacts it: a clustering must not straddle it
+            raise UnsupportedTableError(
+                f"{self.base_path}: the table version changed from {self.config.version} to {config.version} (a "
+                "writer upgraded it); a merge-on-read clustering does not straddle an upgrade: open the table again")
         if config.timeline_layout != self.timeline_store.layout:
             log.warning("the table's timeline layout changed (a writer upgraded it)", base_path=self.base_path,
                         table_version=config.version, timeline_folder=config.timeline_layout.folder)
@@ -97,6 +108,19 @@ class HoodieTable:
         mdt = self.metadata_table()
         if mdt is not None:
             mdt.check_supported()
+
+    def slice_merge(self, timeline: Timeline, instant: str) -> SliceMerge | None:
+        """How clustering ``instant`` merges file slices with log files, as of ``timeline`` (read right before the
+        groups run): the table's merge rule and the write instants completed up to ``instant``; an instant older
+        than every completed write and every pending instant has been archived and counts as completed. None for
+        a copy-on-write table."""
+        if not self.config.merge_on_read:
+            return None
+        rule = MergeRule.of_table(self.config.merging, self.config.precombine_field, self.merge_release)
+        commits = timeline.commits()
+        firsts = [i.time for i in (commits.completed().first, timeline.pending().first) if i is not None]
+        return SliceMerge.as_of_instant(rule, {i.time for i in timeline.completed()}, instant,
+                                        min(firsts) if firsts else None)
 
     def metadata_table(self) -> MetadataTable | None:
         """The table's metadata table, when ``hoodie.properties`` says it has one: one per table handle (built on

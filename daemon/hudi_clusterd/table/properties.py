@@ -37,7 +37,7 @@ def read_existing_config(storage: Storage) -> TableConfig:
 def read_writable_config(storage: Storage) -> TableConfig:
     """The properties as they are now, refused (``TableError``) when clustering must not write the table."""
     config = read_config(storage)
-    config.check_writable(storage.full_path(PROPERTIES_FILE), keeps_metadata_table=True)
+    config.check_writable(storage.full_path(PROPERTIES_FILE), clustering=True)
     return config
 
 

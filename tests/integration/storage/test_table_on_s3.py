@@ -34,7 +34,7 @@ from tests.harness.s3_proxy import CountingS3Proxy
 class _NoGroups:
     """A group runner for ticks that must not run any group."""
 
-    def run_group(self, table: Any, instant: str, plan: Any, index: int, files: Any) -> list[Any]:
+    def run_group(self, table: Any, instant: str, plan: Any, index: int, files: Any, merge: Any = None) -> list[Any]:
         raise AssertionError("an idle table ran a clustering group")
 
     def cancel(self, table: Any, instant: str) -> None:

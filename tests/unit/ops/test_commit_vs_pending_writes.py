@@ -218,7 +218,7 @@ class _OneFilePerGroup:
     """A group runner that writes one small file per plan group."""
 
     def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
-                  files: Sequence[BaseFile]) -> list[WriteStat]:
+                  files: Sequence[BaseFile], merge: object = None) -> list[WriteStat]:
         return [clustering_output_file(table.open_storage(), instant, plan.input_groups[index].partition_path,
                                        f"{index:04d}bbbb")]
 

@@ -157,7 +157,7 @@ class AttemptsRunner:
                          total_write_bytes=size, file_size_in_bytes=size)
 
     def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
-                  files: Sequence[BaseFile]) -> list[WriteStat]:
+                  files: Sequence[BaseFile], merge: object = None) -> list[WriteStat]:
         partition = plan.input_groups[index].partition_path
         if index == 0:
             lost = self._write(table, instant, partition, "0-7-0", 90)

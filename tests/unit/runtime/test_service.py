@@ -30,7 +30,8 @@ from tests.support import add_metadata_table
 class _BrokenRunner:
     """A group runner whose every group fails, as on a damaged input file."""
 
-    def run_group(self, table: Any, instant: str, plan: Any, index: int, files: Any) -> list[WriteStat]:
+    def run_group(self, table: Any, instant: str, plan: Any, index: int, files: Any,
+                  merge: Any = None) -> list[WriteStat]:
         raise ExecutionError(f"group {index}: /t/p1/x.parquet: 0 bytes, not a Parquet file")
 
     def cancel(self, table: Any, instant: str) -> None:

@@ -17,31 +17,15 @@ job over its rows (the count, the layout's sample and runs, or the sort) merges 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Set
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.formats.log import DecodedBlock, MergeRule, merge_file_slice, read_data_log
+from hudi_clusterd.formats.log import DecodedBlock, SliceMerge, merge_file_slice, read_data_log
 from hudi_clusterd.storage import Storage
-
-
-@dataclass(frozen=True, slots=True)
-class SliceMerge:
-    """How a group's slices with log files are merged: the table's ``rule``, the ``completed`` instants whose
-    blocks apply (those up to ``as_of``; on table version 6 archived instants count as completed) and ``as_of``,
-    the clustering instant (blocks after it are not applied)."""
-
-    rule: MergeRule
-    completed: frozenset[str]
-    as_of: str
-
-    @classmethod
-    def as_of_instant(cls, rule: MergeRule, completed: Set[str], instant: str) -> SliceMerge:
-        """The merge of a clustering ``instant``: the completed instants not after it."""
-        return cls(rule, frozenset(i for i in completed if i <= instant), instant)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +67,7 @@ def merge_slice(storage: Storage, piece: MergedSlice, merge: SliceMerge) -> pa.T
     """The live rows of ``piece`` as of ``merge.as_of``, in its base file's schema (a log-only slice: its first
     applied data block's)."""
     base = read_base(storage, piece.base) if piece.base is not None else None
-    return merge_file_slice(base, read_logs(storage, piece.logs), completed=merge.completed, rule=merge.rule,
+    return merge_file_slice(base, read_logs(storage, piece.logs), completed=merge, rule=merge.rule,
                             as_of=merge.as_of)
 
 

@@ -23,7 +23,7 @@ from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile
 from hudi_clusterd.domain.plan import ClusteringPlan, WorkOrder
 from hudi_clusterd.engine.clustering.exchange import SortedRuns, ranges_per_partition
-from hudi_clusterd.engine.clustering.merged import MergedSlice, SliceMerge
+from hudi_clusterd.engine.clustering.merged import MergedSlice
 from hudi_clusterd.engine.clustering.scan import GroupScan, ScanFile, read_merged, read_through_storage
 from hudi_clusterd.engine.clustering.sizing import output_bytes_per_row, output_file_groups, writing_tasks
 from hudi_clusterd.engine.clustering.sorting import exchange_layout, sort_for_layout
@@ -50,6 +50,7 @@ from hudi_clusterd.formats.avro_schema import (
     strip_meta_fields,
 )
 from hudi_clusterd.formats.bloom import BloomSettings
+from hudi_clusterd.formats.log import SliceMerge
 from hudi_clusterd.storage import Storage
 from hudi_clusterd.table.base_file_writer import DEFAULT_ROW_GROUP_BYTES, BaseFileWriteSpec
 from hudi_clusterd.table.table_ref import TableRef

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_clusterd.engine.clustering.merged import MergedSlice, SliceMerge, merged_batches
+from hudi_clusterd.engine.clustering.merged import MergedSlice, merged_batches
 from hudi_clusterd.errors import ExecutionError
+from hudi_clusterd.formats.log import SliceMerge
 from hudi_clusterd.storage import Storage, StorageSpec, open_storage
 
 if TYPE_CHECKING:

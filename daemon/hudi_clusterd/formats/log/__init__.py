@@ -36,7 +36,7 @@ from hudi_clusterd.formats.log.delete import (
     empty_delete_block,
 )
 from hudi_clusterd.formats.log.hfile_block import hfile_block_records, hfile_data_block
-from hudi_clusterd.formats.log.merge import applied_blocks, merge_file_slice
+from hudi_clusterd.formats.log.merge import SliceMerge, applied_blocks, merge_file_slice
 from hudi_clusterd.formats.log.merge_rule import MergeMode, MergeRule, Payload, Release
 from hudi_clusterd.formats.log.names import LOG_BASE_VERSION, LOG_FILE_PATTERN, LogFileName
 from hudi_clusterd.formats.log.scan import ScannedBlock, scan_log_file
@@ -66,6 +66,7 @@ __all__ = [
     "Release",
     "RollbackBlock",
     "ScannedBlock",
+    "SliceMerge",
     "applied_blocks",
     "block_records",
     "decode_log_file",

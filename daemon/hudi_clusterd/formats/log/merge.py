@@ -29,7 +29,7 @@ Date and Decimal. A missing ordering value (null, or no ordering field) never lo
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Container, Sequence, Set
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -41,6 +41,30 @@ from hudi_clusterd.formats.log.merge_rule import MergeRule
 
 RECORD_KEY = "_hoodie_record_key"
 IS_DELETED = "_hoodie_is_deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class SliceMerge:
+    """How a clustering merges its slices with log files: the table's ``rule``, the write instants ``completed``
+    up to ``as_of`` (the clustering instant; blocks after it are not applied) and the active timeline's first
+    instant ``archived_before``: an older instant has been archived and counts as completed, as Hudi's readers
+    count it. Picklable: it travels to the Spark tasks."""
+
+    rule: MergeRule
+    completed: frozenset[str]
+    as_of: str
+    archived_before: str | None = None
+
+    @classmethod
+    def as_of_instant(cls, rule: MergeRule, completed: Set[str], instant: str,
+                      archived_before: str | None = None) -> SliceMerge:
+        """The merge of a clustering ``instant``: the completed instants not after it."""
+        return cls(rule, frozenset(i for i in completed if i <= instant), instant, archived_before)
+
+    def __contains__(self, instant: object) -> bool:
+        """Whether the blocks of ``instant`` are applied as completed."""
+        return isinstance(instant, str) and (instant in self.completed or (
+            self.archived_before is not None and instant < self.archived_before))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +134,7 @@ def _over_base(rule: MergeRule, base: _Held, log: _Held) -> _Held:
     return base if _greater(base.ordering, log.ordering) else log
 
 
-def applied_blocks(blocks: Sequence[DecodedBlock], completed: Set[str],
+def applied_blocks(blocks: Sequence[DecodedBlock], completed: Container[str],
                    as_of: str | None = None) -> list[DataBlock | DeleteBlock]:
     """The data and DELETE blocks a reader applies, in order: of a completed instant, not after ``as_of``, not
     rolled back by any ROLLBACK block of the slice."""
@@ -140,7 +164,7 @@ class _Columns:
         return _Held(source, row, self.ordering[row], self.kind, self.deleted[row])
 
 
-def merge_file_slice(base: pa.Table | None, blocks: Sequence[DecodedBlock], *, completed: Set[str],
+def merge_file_slice(base: pa.Table | None, blocks: Sequence[DecodedBlock], *, completed: Container[str],
                      rule: MergeRule, as_of: str | None = None, schema: pa.Schema | None = None) -> pa.Table:
     """The live rows of a file slice after merging ``blocks`` (its log files' blocks, oldest file first) into
     ``base`` (None for a log-only slice), in ``schema`` (the base table's, else the first applied data block's).

@@ -21,31 +21,11 @@ Hudi 1.x tables name a merge mode (``hoodie.record.merge.mode``); table version 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
+from hudi_clusterd.domain.merging import MergeMode, Payload, Release, TableMerging
 from hudi_clusterd.errors import UnsupportedTableError
 
-
-class MergeMode(StrEnum):
-    """``hoodie.record.merge.mode`` values the merge serves (CUSTOM is refused)."""
-
-    COMMIT_TIME = "COMMIT_TIME_ORDERING"
-    EVENT_TIME = "EVENT_TIME_ORDERING"
-
-
-class Payload(StrEnum):
-    """The payload classes of version-6 tables the merge serves."""
-
-    OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
-    DEFAULT = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-    EVENT_TIME = "org.apache.hudi.common.model.EventTimeAvroPayload"
-
-
-class Release(StrEnum):
-    """Whose semantics a version-6 table is merged with (the two disagree for OverwriteWithLatest)."""
-
-    HUDI_0_15 = "hudi-0.15"
-    HUDI_1_X = "hudi-1.x"
+__all__ = ["MergeMode", "MergeRule", "Payload", "Release"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +72,10 @@ class MergeRule:
             return cls.of_mode(mode, ordering_field)
         return cls(ordering_field, log_by_ordering=True, base_by_ordering=payload is not Payload.OVERWRITE_WITH_LATEST,
                    deletes_by_ordering_against_base=False, natural_order_after_delete=True)
+
+    @classmethod
+    def of_table(cls, merging: TableMerging, ordering_field: str | None, release: Release | str) -> MergeRule:
+        """The rule of a table's merge setting; ``release`` decides a version-6 table's (its payload class)."""
+        if merging.payload is not None:
+            return cls.of_payload(merging.payload, ordering_field, release)
+        return cls.of_mode(merging.mode or MergeMode.EVENT_TIME, ordering_field)

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from hudi_clusterd.domain.plan import ClusteringGroup, ClusteringPlan, ClusteringStrategy, SliceInfo
-from hudi_clusterd.engine.clustering.merged import MergedSlice, SliceMerge, merge_slice
+from hudi_clusterd.engine.clustering.merged import MergedSlice, merge_slice
 from hudi_clusterd.engine.clustering.runner import group_input
 from hudi_clusterd.engine.clustering.scan import ScanFile
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.formats.log import MergeMode, MergeRule
+from hudi_clusterd.formats.log import MergeMode, MergeRule, SliceMerge
 from hudi_clusterd.storage import Storage, open_storage
 
 T0, T1, T2 = "20260101000000000", "20260101000001000", "20260101000002000"
