@@ -215,3 +215,14 @@ def test_a_log_appended_after_planning_is_a_conflict_and_the_same_logs_are_not()
 
 def requirements_of(group: ClusteringGroup) -> tuple[SliceRequirement, ...]:
     return requirements(ClusteringPlan((group,), ClusteringStrategy("x")))
+
+
+def test_a_slice_whose_merge_would_exceed_the_memory_budget_is_left_out() -> None:
+    timeline = Timeline.from_states([inst(T1, "deltacommit")])
+    bases = [make_base_file("p", f, T1, size=1000) for f in ("small", "big")]
+    view = FileSystemView(timeline, bases, log_files=[log("small", T1, size=1000), log("big", T1, size=300_000)])
+    skipped: dict[str, int] = {}
+    out = eligible_slices(view, view.partitions(), make_policy(**{"hoodie.memory.merge.max.size": "1000000"}),
+                          skipped, merge_logs=True)
+    assert [sl.file_id for sls in out.values() for sl in sls] == ["small"]
+    assert skipped == {"merge over hoodie.memory.merge.max.size": 1}
