@@ -10,7 +10,7 @@ from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.log_file import LogFile
 from hudi_clusterd.domain.plan import ClusteringGroup, ClusteringPlan, ClusteringStrategy
-from hudi_clusterd.domain.planner import clustering_group, eligible_slices
+from hudi_clusterd.domain.planner import build_partition_groups, clustering_group, eligible_slices
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.domain.timeline_layout import LAYOUT_1, layout_2
 from tests.builders import make_base_file, make_policy
@@ -226,3 +226,14 @@ def test_a_slice_whose_merge_would_exceed_the_memory_budget_is_left_out() -> Non
                           skipped, merge_logs=True)
     assert [sl.file_id for sls in out.values() for sl in sls] == ["small"]
     assert skipped == {"merge over hoodie.memory.merge.max.size": 1}
+
+
+def test_clustering_output_that_received_log_files_is_planned_again() -> None:
+    timeline = Timeline.from_states([inst(T1, "replacecommit"), inst(T2, "deltacommit")])
+    bases = [make_base_file("p", f, T1) for f in ("logged", "quiet")]
+    policy = make_policy(**{"sort.columns": "x"})
+    for logs, planned in (([log("logged", T1)], [["logged", "quiet"]]), ([], [])):
+        view = FileSystemView(timeline, bases, log_files=logs)
+        slices = eligible_slices(view, ["p"], policy, {}, merge_logs=True)["p"]
+        groups = build_partition_groups(slices, policy, None, {T1})
+        assert sorted(sorted(s.file_id for s in g) for g in groups) == planned
