@@ -17,13 +17,14 @@ from hudi_clusterd.exit_codes import EXIT_TABLE
 
 V6 = "v6_simplekeygen_nonhivestyle_overwritetable"
 V9 = "v9_txns_simple_nometa"
-PAYLOADS = ("org.apache.hudi.common.model.OverwriteWithLatestAvroPayload, "
-            "org.apache.hudi.common.model.DefaultHoodieRecordPayload, org.apache.hudi.common.model.EventTimeAvroPayload")
+PAYLOADS = ", ".join(f"org.apache.hudi.common.model.{c}" for c in (
+    "OverwriteWithLatestAvroPayload", "DefaultHoodieRecordPayload", "EventTimeAvroPayload"))
 
 # (table, property set, the refusal after "<base>/.hoodie/hoodie.properties: ")
 CASES = {
     "v6 custom payload": (V6, "hoodie.compaction.payload.class=com.example.MyPayload",
-                          f"hoodie.compaction.payload.class=com.example.MyPayload is not merged (supported: {PAYLOADS})"),
+                          "hoodie.compaction.payload.class=com.example.MyPayload is not merged "
+                          f"(supported: {PAYLOADS})"),
     "v9 custom merge mode": (V9, "hoodie.record.merge.mode=CUSTOM",
                              "hoodie.record.merge.mode=CUSTOM is not merged (supported: COMMIT_TIME_ORDERING, "
                              "EVENT_TIME_ORDERING)"),
