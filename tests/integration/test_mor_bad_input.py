@@ -174,7 +174,6 @@ def test_an_hfile_block_in_a_data_tables_log_is_refused_naming_the_file(spark: A
     print(_refused_at_execution(spark, live, "hfile block"))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", ["unknown block type", "schema"])
 def test_unreadable_logs_are_refused_naming_the_file(spark: Any, live: Any, case: str) -> None:
     print(_refused_at_execution(spark, live, case))
