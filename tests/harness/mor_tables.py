@@ -55,7 +55,7 @@ def updates(base: Path, partition: str, file_id: str, instant: str, n: int, *, b
             ) -> list[dict[str, Any]]:
     """The first ``n`` rows of a file group's latest base file as records of ``instant``: ``txn_ts`` raised by
     ``bump`` (they win under EVENT_TIME) and ``merchant_name`` naming the instant."""
-    rows = pq.read_table(latest_base(base, partition, file_id)).slice(0, n).to_pylist()
+    rows: list[dict[str, Any]] = pq.read_table(latest_base(base, partition, file_id)).slice(0, n).to_pylist()
     for i, r in enumerate(rows):
         r.update({"_hoodie_commit_time": instant, "_hoodie_commit_seqno": f"{instant}_0_{i}",
                   ORDERING: int(r[ORDERING]) + bump, "merchant_name": f"updated at {instant}"})

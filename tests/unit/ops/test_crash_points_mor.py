@@ -20,13 +20,13 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.domain.instant import Action
 from hudi_clusterd.formats.avro import decode_requested_replace
-from hudi_clusterd.ops.commit import ingestion_rhythm
+from hudi_clusterd.ops.pending_writes import ingestion_rhythm
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from tests.builders import make_policy
 from tests.harness.crash_harness import assert_plans_disjoint, plan_file
@@ -60,8 +60,6 @@ class Pristine:
 def pristine(golden_mor_tables: Path, tmp_path_factory: pytest.TempPathFactory) -> Pristine:
     base = tmp_path_factory.mktemp("pristine-mor") / "t"
     shutil.copytree(golden_mor_tables / GOLDEN, base)
-    import pyarrow.parquet as pq
-
     deleted = pq.read_table(latest_base(base, *US)).column("_hoodie_record_key")[2].as_py()
     add_log_commit(base, build={EU: {"n": 2}, US: {"n": 1, "delete_key": deleted}, APAC: {"n": 1}})
     add_log_commit(base, build={US: {"n": 2}})
@@ -162,7 +160,8 @@ def crash_and_recover(pristine: Pristine, fresh: Callable[[], Path], points: lis
         shutil.rmtree(base)
 
 
-def test_a_crash_at_each_kind_of_write_recovers_the_merged_rows_exactly(pristine: Pristine, fresh: Any) -> None:
+def test_a_crash_at_each_kind_of_write_recovers_the_merged_rows_exactly(pristine: Pristine,
+                                                                        fresh: Callable[[], Path]) -> None:
     calls = clean_cycle(pristine, fresh)
     kinds = {kind(c) for c in calls}
     for needle in ("write requested", "write inflight", "write marker", "write data file", "write completed"):
@@ -173,13 +172,15 @@ def test_a_crash_at_each_kind_of_write_recovers_the_merged_rows_exactly(pristine
 
 
 @pytest.mark.slow
-def test_every_crash_point_of_a_cycle_recovers_the_merged_rows_exactly(pristine: Pristine, fresh: Any) -> None:
+def test_every_crash_point_of_a_cycle_recovers_the_merged_rows_exactly(pristine: Pristine,
+                                                                       fresh: Callable[[], Path]) -> None:
     calls = clean_cycle(pristine, fresh)
     crash_and_recover(pristine, fresh, list(range(1, len(calls) + 1)), len(calls))
 
 
 @pytest.mark.slow
-def test_every_crash_point_of_the_recovery_recovers_the_merged_rows_exactly(pristine: Pristine, fresh: Any) -> None:
+def test_every_crash_point_of_the_recovery_recovers_the_merged_rows_exactly(pristine: Pristine,
+                                                                           fresh: Callable[[], Path]) -> None:
     calls = clean_cycle(pristine, fresh)
     commit_at = next(i for i, c in enumerate(calls, 1) if kind(c) == "write completed")
 
