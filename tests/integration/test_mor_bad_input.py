@@ -6,8 +6,9 @@ metadata table) given live log files of their own (`tests/harness/mor_tables.py`
   are CORRUPT blocks, skipped; the blocks after a corrupt one still apply. The clustering completes and its rows
   equal our merge of the same table whose logs hold only the intact blocks (what Hudi's reader applies).
 - What cannot be merged is refused at execution, in the Spark task that reads the log, in one line naming the log
-  file: an unknown block type, an HFILE data block in a data table's log, a data block whose column cannot be
-  read as the table's type. The clustering is rolled back (no data file of it left, the plan kept for a retry)
+  file: an unknown block type, a data block whose column cannot be read as the table's type, and (through the
+  ``hudi-clusterd cluster`` command, in this process, joining the tests' Spark session) an HFILE data block in a
+  data table's log. The clustering is rolled back (no data file of it left, the plan kept for a retry)
   and the table reads as before.
 - Tables whose merge is not served are refused before anything is written, naming the key (and listing the
   supported values): a custom payload class on version 6, a CUSTOM merge mode on version 9, CDC, partial
@@ -170,10 +171,27 @@ def _refused_at_execution(spark: Any, live: Any, case: str) -> str:
     return text
 
 
-def test_an_hfile_block_in_a_data_tables_log_is_refused_naming_the_file(spark: Any, live: Any) -> None:
-    print(_refused_at_execution(spark, live, "hfile block"))
-
-
-@pytest.mark.parametrize("case", ["unknown block type", "schema"])
+@pytest.mark.parametrize("case", [pytest.param("hfile block", marks=pytest.mark.slow),  # the command test has it
+                                  "unknown block type", "schema"])
 def test_unreadable_logs_are_refused_naming_the_file(spark: Any, live: Any, case: str) -> None:
     print(_refused_at_execution(spark, live, case))
+
+
+def test_the_cluster_command_prints_the_refusal_naming_the_log_file(spark: Any, live: Any,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from hudi_clusterd.cli import main
+
+    # Given a table whose log holds an HFILE block, when `hudi-clusterd cluster` runs (joining this session)
+    base = live()
+    _, [log] = add_log_commit(base, [LogWrite(*US, log_blocks(base, *US, DAMAGED, n=1), tail=_hfile(base, DAMAGED))],
+                              instant=DAMAGED)
+    files = data_files(base)
+    code = main(["cluster", "--base-path", str(base), "--force", "--spark-master", "local[2]"])
+    # Then it fails with one error line naming the log file, the clustering rolled back
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error: ")]
+    print("\n".join(err))
+    assert code != 0 and len(err) == 1 and str(log) in err[0], err
+    assert "HFILE data blocks are not read on a data table" in err[0], err
+    assert not stray_data_files(base) and data_files(base) == files
+    [plan] = pending(base)
+    assert plan.endswith(".clustering.requested"), plan
