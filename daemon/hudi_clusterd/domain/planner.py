@@ -18,9 +18,9 @@ The rules, as Hudi 0.14/0.15 apply them, and one step beyond:
   partitions, a single-slice group only when sorting or single-group clustering is on.
 - Beyond Hudi: with sort columns and per-file column ranges, slices whose ranges on the leading sort column
   overlap are grouped together (runs of overlapping ranges, in range order, split at the size cap), so one
-  group's output does not overlap another's. A group made only of files that a clustering wrote (and no log
-  file since) is skipped: rewriting it would change nothing, and re-running on an unchanged table (even with
-  ``force``) must be a no-op.
+  group's output does not overlap another's. A group made only of files that a clustering wrote, without log
+  files, is skipped: rewriting it would change nothing, and re-running on an unchanged table (even with
+  ``force``) must be a no-op. A clustering's output that has log files since is planned: merging them changes it.
 """
 
 from __future__ import annotations
