@@ -28,7 +28,7 @@ from __future__ import annotations
 import io
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,7 +39,7 @@ from hudi_clusterd.domain.plan import ClusteringPlan
 from hudi_clusterd.engine.clustering.merged import MergedSlice, merge_slice
 from hudi_clusterd.errors import ExecutionError, StorageError
 from hudi_clusterd.formats.log import SliceMerge
-from hudi_clusterd.storage import PutMode, Storage
+from hudi_clusterd.storage import PutMode, Storage, StorageSpec
 from hudi_clusterd.storage.base import FileInfo
 from hudi_clusterd.storage.local import LocalStorage
 from hudi_clusterd.table.markers import create_marker
@@ -50,25 +50,57 @@ class SimulatedCrash(BaseException):
     """The process died at this storage call."""
 
 
-class FaultyStorage(LocalStorage):
-    """`Storage` that dies at its ``crash_at``-th mutating call (see the module's text); ``calls`` lists every
-    mutating call made (``"write .hoodie/T.replacecommit.requested"``), the crashing one included."""
+class _Deaths:
+    """The mutating calls of one "process", shared by a `FaultyStorage` and its children (the metadata table's)."""
 
-    def __init__(self, base_uri: str, crash_at: int | None = None) -> None:
-        super().__init__(base_uri)
+    def __init__(self, crash_at: int | None, crash_if: Callable[[str], bool] | None = None) -> None:
         self.crash_at = crash_at
+        self.crash_if = crash_if
         self.calls: list[str] = []
         self.crashed: str | None = None
-        self._guard = threading.Lock()
+        self.guard = threading.Lock()
+
+
+class FaultyStorage(LocalStorage):
+    """`Storage` that dies at its ``crash_at``-th mutating call (see the module's text); ``calls`` lists every
+    mutating call made (``"write .hoodie/T.replacecommit.requested"``), the crashing one included. Its children
+    (``child``: the metadata table's storage) count and die with it, their calls named from the parent's root.
+    ``crash_if``: die instead at the first call whose text it accepts."""
+
+    def __init__(self, base_uri: str | StorageSpec, crash_at: int | None = None, *,
+                 crash_if: Callable[[str], bool] | None = None, _deaths: _Deaths | None = None,
+                 _prefix: str = "") -> None:
+        super().__init__(base_uri)
+        self._deaths = _deaths or _Deaths(crash_at, crash_if)
+        self._prefix = _prefix
+
+    @property
+    def crash_at(self) -> int | None:
+        return self._deaths.crash_at
+
+    @property
+    def calls(self) -> list[str]:
+        return self._deaths.calls
+
+    @property
+    def crashed(self) -> str | None:
+        return self._deaths.crashed
+
+    def child(self, rel: str) -> FaultyStorage:
+        return FaultyStorage(self.spec.child(self.confined(rel)), _deaths=self._deaths,
+                             _prefix=f"{self._prefix}{rel.strip('/')}/")
 
     def _mutation(self, op: str, rel: str) -> None:
-        with self._guard:
-            if self.crashed is not None:
-                raise SimulatedCrash(f"{op} {rel} after the crash at {self.crashed}")
-            self.calls.append(f"{op} {rel}")
-            if self.crash_at is not None and len(self.calls) >= self.crash_at:
-                self.crashed = f"call {len(self.calls)} ({op} {rel})"
-                raise SimulatedCrash(self.crashed)
+        deaths = self._deaths
+        with deaths.guard:
+            if deaths.crashed is not None:
+                raise SimulatedCrash(f"{op} {self._prefix}{rel} after the crash at {deaths.crashed}")
+            call = f"{op} {self._prefix}{rel}"
+            deaths.calls.append(call)
+            if (deaths.crash_at is not None and len(deaths.calls) >= deaths.crash_at) or (
+                    deaths.crash_if is not None and deaths.crash_if(call)):
+                deaths.crashed = f"call {len(deaths.calls)} ({op} {self._prefix}{rel})"
+                raise SimulatedCrash(deaths.crashed)
 
     def put(self, rel: str, data: bytes, *, mode: PutMode = PutMode.OVERWRITE, if_match: str | None = None
             ) -> FileInfo | None:
@@ -92,8 +124,8 @@ class FaultyStorage(LocalStorage):
         super().makedirs(rel)
 
     def touch(self, rel: str) -> None:
-        if self.crashed is not None:
-            raise StorageError(f"touch {self.full_path(rel)}: the process died at {self.crashed}")
+        if self._deaths.crashed is not None:
+            raise StorageError(f"touch {self.full_path(rel)}: the process died at {self._deaths.crashed}")
         super().touch(rel)
 
 

@@ -25,10 +25,13 @@ from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.formats.log import HeaderKey, LogBlock, encode_block, merge_file_slice, read_data_log
 from hudi_clusterd.formats.log.scan import scan_log_file
 from hudi_clusterd.table.hoodie_table import HoodieTable
+from tests.harness.metadata_checks import storage_files
 from tests.harness.mor_logs import avro_block, delete_block, ordering_bytes
 
 GOLDEN = "v9_txns_simple_nometa"
 """Three partitions, no metadata table, ordering field ``txn_ts`` (EVENT_TIME_ORDERING)."""
+GOLDEN_META = "v9_txns_simple_meta"
+"""The same with a metadata table (see `files_only_metadata`)."""
 ORDERING = "txn_ts"
 AS_OF_ALL = "99999999999999999"
 
@@ -114,9 +117,32 @@ def add_log_commit(base: Path, writes: Sequence[LogWrite] | None = None, *, inst
             file_size_in_bytes=len(data), log_version=1, log_offset=0))
     schema = table.latest_schema() or ""
     meta = CommitMetadata({p: tuple(s) for p, s in stats.items()}, {"schema": schema}, Operation.UPSERT)
+    mdt = table.metadata_table()
     with table.lock():
+        if mdt is not None:  # its files partition (only): see `files_only_metadata`
+            mdt.commit(instant, meta, {}, [i.time for i in table.timeline().completed()])
         store.create(Instant(instant, Action.DELTA_COMMIT, State.COMPLETED), store.serde.encode_commit(meta))
     return instant, paths
+
+
+def files_only_metadata(base: Path) -> None:
+    """Declare the metadata table's ``files`` partition alone (``hoodie.table.metadata.partitions``): the daemon
+    then keeps only that one, and :func:`add_log_commit` can record its log files there (the column statistics
+    of log files are not computed here)."""
+    props = base / ".hoodie" / "hoodie.properties"
+    lines = [ln for ln in props.read_text(encoding="iso-8859-1").splitlines()
+             if not ln.startswith("hoodie.table.metadata.partitions=")]
+    props.write_text("\n".join([*lines, "hoodie.table.metadata.partitions=files"]) + "\n", encoding="iso-8859-1")
+
+
+def metadata_and_storage_files(base: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """The data files (name -> size, per partition) the metadata table lists as of the completed instants, and
+    those storage holds."""
+    table = HoodieTable.open(str(base))
+    mdt = table.metadata_table()
+    assert mdt is not None
+    listed = {p: f for p, f in mdt.live_files(i.time for i in table.timeline().completed()).items() if f}
+    return listed, {p: f for p, f in storage_files(base).items() if f}
 
 
 def _row(r: Mapping[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,13 @@ class MetadataRollbacks(MetadataTableBase):
         inst = timeline.find(target, Action.DELTA_COMMIT)
         if inst is None and pending is None:
             return []
+        done = timeline.find(mdt_rollback, Action.ROLLBACK)
+        if pending is None and done is not None and done.is_completed:
+            # an attempt of this very rollback completed it and died before removing the deltacommit's instant
+            # files: only those are left to remove
+            if inst is not None:
+                store.delete_all(inst)
+            return []
         if pending is not None:
             mdt_rollback = pending
         if inst is not None and inst.is_completed:

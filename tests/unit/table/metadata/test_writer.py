@@ -161,6 +161,37 @@ def test_an_interrupted_metadata_rollback_resumes_with_its_instant(tmp_path: Pat
     assert any(n.startswith(rb) and n.endswith(".rollback") for n in names(timeline))
 
 
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_metadata_rollback_killed_after_it_completed_finishes_removing_its_deltacommit(tmp_path: Path,
+                                                                                         version: int) -> None:
+    mdt = mdt_table(tmp_path, version)
+    mdt.commit(T, clustering(tmp_path), {"p=a": []}, [T])
+    timeline = tmp_path / ".hoodie" / "metadata" / ".hoodie" / ("timeline" if version >= 8 else "")
+    # Given a rollback killed right after it completed, before it removed the deltacommit's instant files
+    store = mdt.timeline_store()
+    real = store.delete_all
+
+    def dies(inst: Instant) -> None:
+        raise OSError("killed")
+
+    store.delete_all = dies  # type: ignore[method-assign]
+    mdt.timeline_store = lambda: store  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        mdt.rollback(T, R)
+    store.delete_all = real  # type: ignore[method-assign]
+    rb = R + ("006" if version == 6 else "")
+    assert any(n.startswith(rb) and n.endswith(".rollback") for n in names(timeline))
+    assert [n for n in names(timeline) if n.startswith(T)]
+    # When the data table's rollback resumes with its own time, the metadata rollback finishes: its deltacommit's
+    # instant files go, and no second rollback instant is made
+    mdt2 = MetadataTable(mdt.data_storage, mdt.data_config, before_write=lambda: None,
+                         new_time=lambda: "20261126010909000")
+    assert mdt2.rollback(T, R) == []
+    assert not [n for n in names(timeline) if n.startswith(T)]
+    assert len([n for n in names(timeline) if ".rollback" in n]) == len(
+        [n for n in names(timeline) if n.startswith(rb)])
+
+
 def test_a_rollback_after_the_metadata_table_was_compacted_past_it_is_refused(tmp_path: Path) -> None:
     mdt = mdt_table(tmp_path, 9)
     meta = clustering(tmp_path)
