@@ -2,11 +2,12 @@
 hudi-mor-reference §8.3 item 6): one release's table written once, copies of it at each step, and the rows each
 reader or writer gives.
 
-:func:`cluster_mor_table` runs the whole sequence on one release's worker: Hudi writes the oracle workload
-(``tests/harness/mor_oracle.py``: inserts into several file groups in two partitions, upserts into many of them,
-a SQL DELETE and ``_hoodie_is_deleted`` upserts), reads its snapshot, compacts a copy (the compaction oracle); the
-daemon schedules a plan on another copy, Hudi's clustering executes that plan on the table as it is right after
-scheduling (the clustering oracle), and the daemon executes it on a copy taken then; Hudi reads the result (snapshot and
+:func:`write_mor_table` has one release's worker write the oracle workload (``tests/harness/mor_oracle.py``:
+inserts into several file groups in two partitions, upserts into many of them, a SQL DELETE and
+``_hoodie_is_deleted`` upserts), read its snapshot and compact a copy (the compaction oracle); the interop tests
+share it per session (``mor_written`` in ``tests/interop/conftest.py``). :func:`cluster_mor_table` has the daemon
+schedule a plan on another copy, Hudi's clustering execute that plan on the table as it is right after scheduling
+(the clustering oracle), the daemon execute it on a copy taken then, and Hudi read the result (snapshot and
 read-optimized)."""
 
 from __future__ import annotations
@@ -42,17 +43,24 @@ _BASE = re.compile(r"[^._][^_]*_\d+-\d+-\d+_(\d+)\.parquet")
 
 
 @dataclass(frozen=True)
-class ClusteredMor:
-    """One release's table, at every step."""
+class WrittenMor:
+    """The workload's table one release wrote (never written to again), Hudi's snapshot read of it, and a copy of it
+    Hudi compacted (every slice with logs) before any plan of ours."""
 
     setup: HudiSetup
-    root: Path
-    written: Path  # the table Hudi wrote (never written to again)
+    path: Path
     workload: Workload
-    before: pa.Table  # Hudi's snapshot read of ``written``
-    compacted: Path  # a copy Hudi compacted before any plan of ours (the compaction oracle)
-    compaction: str | None  # the instant of that compaction
+    snapshot: pa.Table
+    compacted: Path
+    compaction: str | None  # the compaction's instant
     compaction_error: str | None  # why Hudi could not compact it (Hudi 1.0.2)
+
+
+@dataclass(frozen=True)
+class ClusteredMor:
+    """One release's table, clustered by us and (our plan) by Hudi."""
+
+    source: WrittenMor
     instant: str  # our clustering instant
     plan: ClusteringPlan
     hudis: Path  # the table as it was right after our plan was scheduled, that plan executed by Hudi's clustering
@@ -60,6 +68,18 @@ class ClusteredMor:
     outcome: str
     after: pa.Table  # Hudi's snapshot read of ``ours``
     read_optimized: pa.Table  # Hudi's read-optimized read of ``ours``
+
+    @property
+    def setup(self) -> HudiSetup:
+        return self.source.setup
+
+    @property
+    def written(self) -> Path:
+        return self.source.path
+
+    @property
+    def before(self) -> pa.Table:
+        return self.source.snapshot
 
 
 def copy_table(src: Path, dst: Path) -> Path:
@@ -73,18 +93,14 @@ def merge_release(setup: HudiSetup) -> Release:
     return Release.HUDI_0_15 if setup.table_version == 6 else Release.HUDI_1_X
 
 
-def cluster_mor_table(hudi: HudiWorker, spark: Any, root: Path) -> ClusteredMor:
-    """The sequence of the module docstring, on ``hudi``'s setup, in the folder ``root``."""
-    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
-
+def write_mor_table(hudi: HudiWorker, root: Path) -> WrittenMor:
+    """``hudi``'s setup writes the oracle workload in ``root``, reads its snapshot and compacts a copy."""
     setup = hudi.setup
-    tag = setup.name.replace(".", "_").replace("-", "_")
-    written = root / "written"
-    workload = write_workload(hudi, setup, written, f"mor_clustering_{tag}")
+    written = root / "table"
+    workload = write_workload(hudi, setup, written, f"mor_workload_{setup.name.replace('.', '_').replace('-', '_')}")
     assert not [p for p in (written / ".hoodie").rglob("*.commit") if "metadata" not in p.parts], \
         "Hudi compacted while the workload was written"
-    before = hudi.read(written)
-    # the compaction oracle: Hudi compacts every slice with logs of a copy
+    snapshot = hudi.read(written)
     compacted = copy_table(written, root / "compacted")
     compaction = error = None
     try:
@@ -94,8 +110,17 @@ def cluster_mor_table(hudi: HudiWorker, spark: Any, root: Path) -> ClusteredMor:
         if setup is not HUDI_1_0_2:
             raise
         error = str(exc).splitlines()[0][:300]
-    # our plan, on a copy
-    ours = copy_table(written, root / "ours")
+    return WrittenMor(setup, written, workload, snapshot, compacted, compaction, error)
+
+
+def cluster_mor_table(hudi: HudiWorker, spark: Any, source: WrittenMor, root: Path) -> ClusteredMor:
+    """The daemon plans every slice of a copy of ``source`` in ``root``, Hudi's clustering executes that plan, and
+    the daemon executes it on a copy taken right after scheduling (see the module docstring)."""
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
+
+    setup = hudi.setup
+    assert setup is source.setup
+    ours = copy_table(source.path, root / "ours")
     policy = parse_policy(POLICY, source="test")[0]
     scheduled = schedule(HoodieTable.open(str(ours)), policy, force=True, hot_commits=0)
     assert scheduled.instant is not None and scheduled.plan is not None, scheduled.planning
@@ -110,8 +135,7 @@ def cluster_mor_table(hudi: HudiWorker, spark: Any, root: Path) -> ClusteredMor:
     result = execute_pending(table, SparkGroupRunner(spark, owns_session=False), instant, parallelism=2)
     after = hudi.read(ours)
     read_optimized = hudi.read(ours, options={"hoodie.datasource.query.type": "read_optimized"})
-    return ClusteredMor(setup, root, written, workload, before, compacted, compaction, error, instant, plan, hudis,
-                        ours, str(result.outcome), after, read_optimized)
+    return ClusteredMor(source, instant, plan, hudis, ours, str(result.outcome), after, read_optimized)
 
 
 def instant_files(table: Path, instant: str) -> list[Path]:

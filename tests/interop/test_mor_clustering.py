@@ -23,7 +23,7 @@ compaction), so its compaction oracle is skipped naming the error.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +31,15 @@ import pyarrow as pa
 import pytest
 
 from tests.harness.apache_hudi import HudiWorkers
+from tests.harness.daemon_harness import replacecommits
 from tests.harness.hudi_rs_checks import hudi_rs_rows
-from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_0_2, HUDI_1_2_V9
+from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_0_2, HUDI_1_2_V9, HudiSetup
 from tests.harness.metadata_checks import validate_files
 from tests.harness.mor_oracle import SCHEMA, completed_instants, writer_options
 from tests.harness.mor_tables import (
     ROW_COLUMNS,
     ClusteredMor,
+    WrittenMor,
     by_key,
     cluster_mor_table,
     copy_table,
@@ -63,10 +65,12 @@ SERVICES = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.co
 
 @pytest.fixture(scope="module")
 def mor(request: pytest.FixtureRequest, hudi_workers: HudiWorkers, spark: Any,
-        tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusteredMor]:
-    """The release's table, written once, clustered by us, by Hudi (our plan), and compacted by Hudi."""
+        mor_written: Callable[[HudiSetup], WrittenMor], tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[ClusteredMor]:
+    """The release's table (written once per session), clustered by us and (our plan) by Hudi."""
     hudi = hudi_workers.for_setup(request.param)
-    yield cluster_mor_table(hudi, spark, tmp_path_factory.mktemp(f"mor_clustering_{hudi.setup.name}"))
+    yield cluster_mor_table(hudi, spark, mor_written(hudi.setup),
+                            tmp_path_factory.mktemp(f"mor_clustering_{hudi.setup.name}"))
 
 
 def _name(what: str) -> str:
@@ -113,8 +117,13 @@ def test_our_clustering_of_slices_with_log_files_keeps_hudis_snapshot(mor: Clust
 
 @pytest.mark.parametrize("mor", RUNS, indirect=True, scope="module", ids=IDS)
 def test_hudis_clustering_of_our_plan_writes_the_rows_we_write(mor: ClusteredMor) -> None:
-    # Given our plan, executed by Hudi's own clustering on a copy taken right after we scheduled it
-    assert mor.instant in completed_instants(mor.hudis)
+    # Given our plan, executed by Hudi's own clustering on the table as it was right after we scheduled it: one
+    # clustering replacing every planned file group
+    for table in (mor.hudis, mor.ours):
+        meta = replacecommits(table)[mor.instant]
+        assert meta["operationType"] == "CLUSTER"
+        assert {(p, f) for p, ids in meta["partitionToReplaceFileIds"].items() for f in ids} == set(
+            mor.plan.group_ids())
     theirs = read_rows(instant_files(mor.hudis, mor.instant))
     # Then its rows are ours, on every column but the file name
     ours = read_rows(instant_files(mor.ours, mor.instant))
@@ -124,14 +133,14 @@ def test_hudis_clustering_of_our_plan_writes_the_rows_we_write(mor: ClusteredMor
 
 @pytest.mark.parametrize("mor", RUNS, indirect=True, scope="module", ids=IDS)
 def test_hudis_compaction_of_the_planned_slices_writes_the_rows_we_merge(mor: ClusteredMor) -> None:
-    if mor.compaction_error is not None:
-        pytest.skip(f"Hudi {mor.setup.hudi_version} cannot compact this table: {mor.compaction_error}")
-    assert mor.compaction is not None
+    if mor.source.compaction_error is not None:
+        pytest.skip(f"Hudi {mor.setup.hudi_version} cannot compact this table: {mor.source.compaction_error}")
+    assert mor.source.compaction is not None
     # Given Hudi's compaction of a copy before any plan of ours: every slice with logs became a new base file
     with_logs = {s.group_id for g in mor.plan.input_groups for s in g.slices if s.delta_file_paths}
-    compacted = latest_base_files(mor.compacted, mor.plan.group_ids())
+    compacted = latest_base_files(mor.source.compacted, mor.plan.group_ids())
     assert {(f.parent.name, f.name.split("_", 1)[0]) for f in compacted
-            if f.name.endswith(f"_{mor.compaction}.parquet")} == with_logs
+            if f.name.endswith(f"_{mor.source.compaction}.parquet")} == with_logs
     # Then the planned groups' rows after Hudi's compaction are the rows our clustering wrote
     assert read_rows(instant_files(mor.ours, mor.instant)) == read_rows(compacted)
 
@@ -164,6 +173,8 @@ def test_hudis_compaction_cleaner_and_archiver_then_upserts_after_our_clustering
     assert any(n.endswith(".commit") and n.split("_")[0].split(".")[0] > mor.instant for n in names), names
     assert any(n.endswith(".clean") for n in names), names
     assert mor.instant not in active, names
+    live = {(p.parent.name, p.name.lstrip(".").split("_", 1)[0]) for p in base.glob("p*/*")}
+    assert not live & set(mor.plan.group_ids()), "the cleaner left file groups our clustering replaced"
     # and when Hudi upserts once more (logs left uncompacted), every read stays exact
     upsert(3, {**writer_options(mor.setup), "hoodie.compact.inline": "false"})
     read = hudi.read(base)
