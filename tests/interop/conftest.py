@@ -37,7 +37,7 @@ from tests.harness.apache_hudi import HudiWorker, HudiWorkers, events_writer_opt
 from tests.harness.daemon_harness import assert_default_metadata_table, assert_layout
 from tests.harness.hudi_s3 import s3_worker
 from tests.harness.hudi_versions import HUDI_0_15, SETUPS, HudiSetup
-from tests.harness.mor_tables import WrittenMor, write_mor_table
+from tests.harness.mor_clustered import WrittenMor, write_mor_table
 
 EventsTable = tuple[Path, list[list[dict[str, Any]]]]
 EVENTS_BATCHES = 3
@@ -154,7 +154,7 @@ def events_table(apache_hudi: HudiWorker, _events_originals: dict[HudiSetup, Pat
 def mor_written(hudi_workers: HudiWorkers, tmp_path_factory: pytest.TempPathFactory
                 ) -> Callable[[HudiSetup], WrittenMor]:
     """Factory: the merge-on-read workload table ``setup``'s worker wrote, its snapshot read and a copy Hudi
-    compacted (``tests/harness/mor_tables.py``), written on first use, once per session; read or copy it, never
+    compacted (``tests/harness/mor_clustered.py``), written on first use, once per session; read or copy it, never
     write to it."""
     written: dict[str, WrittenMor] = {}
 

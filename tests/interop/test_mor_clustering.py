@@ -4,7 +4,7 @@
 Each release writes one MOR table per session at its defaults (metadata table on, inline compaction off):
 inserts into several file groups in two partitions, upserts into many of them (log files), a SQL DELETE (DELETE
 blocks) and ``_hoodie_is_deleted`` upserts. The daemon plans every slice of a copy (``hot_commits=0``: the last
-deltacommits' groups too) and executes the plan on the session's Spark (``tests/harness/mor_tables.py``). Then:
+deltacommits' groups too) and executes the plan on the session's Spark (``tests/harness/mor_clustered.py``). Then:
 
 - the plan holds slices with log files, and it completes;
 - Hudi's snapshot read after our replacecommit equals its read before, row for row on every column but
@@ -35,8 +35,7 @@ from tests.harness.daemon_harness import replacecommits
 from tests.harness.hudi_rs_checks import hudi_rs_rows
 from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_0_2, HUDI_1_2_V9, HudiSetup
 from tests.harness.metadata_checks import validate_files
-from tests.harness.mor_oracle import SCHEMA, completed_instants, writer_options
-from tests.harness.mor_tables import (
+from tests.harness.mor_clustered import (
     ROW_COLUMNS,
     ClusteredMor,
     WrittenMor,
@@ -48,6 +47,7 @@ from tests.harness.mor_tables import (
     outcome_completed,
     read_rows,
 )
+from tests.harness.mor_oracle import SCHEMA, completed_instants, writer_options
 
 pytestmark = [pytest.mark.hudi]
 

@@ -29,6 +29,7 @@ import pytest
 from hudi_clusterd.formats.log import MergeRule, Payload, Release
 from tests.harness.apache_hudi import HudiWorker, HudiWorkers, read_hoodie_properties
 from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_0_2, HUDI_1_2_V9, HudiSetup
+from tests.harness.mor_clustered import WrittenMor
 from tests.harness.mor_oracle import (
     ORDERING,
     FileSlice,
@@ -39,7 +40,6 @@ from tests.harness.mor_oracle import (
     rows_by_key,
     without_file_name,
 )
-from tests.harness.mor_tables import WrittenMor
 
 pytestmark = [pytest.mark.hudi]
 
