@@ -18,7 +18,9 @@ middle of an atomic write leaves a hidden temporary file besides; the SIGKILL ha
 `ArrowGroupRunner` is a `hudi_clusterd.ops.ports.GroupRunner` on pyarrow: it reads a group's base files through
 the table's storage, sorts the rows by the plan's sort columns and writes them, meta columns kept and
 ``_hoodie_file_name`` rewritten, as ``files_per_group`` new file groups, each after its marker, through the same
-storage (so a crash can fall between a marker and its file, or between two files).
+storage (so a crash can fall between a marker and its file, or between two files). A slice with log files
+(``deltaFilePaths``) is read merged under the ``merge`` given, through the same storage, as the Spark tasks read it
+(`hudi_clusterd.engine.clustering.merged.merge_slice`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ import pyarrow.parquet as pq
 from hudi_clusterd.domain.commit import WriteStat
 from hudi_clusterd.domain.file_group import BaseFile, base_file_name, join_partition
 from hudi_clusterd.domain.plan import ClusteringPlan
-from hudi_clusterd.errors import StorageError
+from hudi_clusterd.engine.clustering.merged import MergedSlice, merge_slice
+from hudi_clusterd.errors import ExecutionError, StorageError
+from hudi_clusterd.formats.log import SliceMerge
 from hudi_clusterd.storage import PutMode, Storage
 from hudi_clusterd.storage.base import FileInfo
 from hudi_clusterd.storage.local import LocalStorage
@@ -105,11 +109,22 @@ class ArrowGroupRunner:
         self.files_per_group = files_per_group
 
     def run_group(self, table: TableRef, instant: str, plan: ClusteringPlan, index: int,
-                  files: Sequence[BaseFile], merge: object = None) -> list[WriteStat]:
+                  files: Sequence[BaseFile], merge: SliceMerge | None = None) -> list[WriteStat]:
         storage = self.storage or table.open_storage()
-        partition = plan.input_groups[index].partition_path
-        rows = pa.concat_tables([pq.read_table(io.BytesIO(storage.read_bytes(bf.relative_path))) for bf in files],
-                                promote_options="default")
+        group = plan.input_groups[index]
+        partition = group.partition_path
+        logs = {storage.rel_from_uri(s.data_file_path): tuple(storage.rel_from_uri(p) for p in s.delta_file_paths)
+                for s in group.slices if s.delta_file_paths and s.data_file_path}
+        parts: list[pa.Table] = []
+        for bf in files:
+            slice_logs = logs.get(bf.relative_path)
+            if not slice_logs:
+                parts.append(pq.read_table(io.BytesIO(storage.read_bytes(bf.relative_path))))
+            elif merge is None:
+                raise ExecutionError(f"{storage.full_path(slice_logs[0])}: a log file and no merge to read it with")
+            else:
+                parts.append(merge_slice(storage, MergedSlice(bf.relative_path, slice_logs), merge))
+        rows = pa.concat_tables(parts, promote_options="default")
         columns = [c for c in plan.strategy.work_order.sort_columns if c in rows.column_names]
         if columns:
             rows = rows.sort_by([(c, "ascending") for c in columns])

@@ -131,3 +131,99 @@ def test_slices_with_log_files_are_written_merged_and_base_only_slices_unchanged
         assert {s.path.rsplit("/", 1)[-1] for s in stats if s.path} == set(
             written.column("_hoodie_file_name").to_pylist())
         assert sum(s.num_writes for s in stats) == written.num_rows
+
+
+def _merged_snapshot(base: Path) -> list[dict[str, Any]]:
+    """The table's rows as of now, read through our file-system view and merge (the latest slice of every live
+    file group, its log files merged), without ``_hoodie_file_name``."""
+    from hudi_clusterd.table.hoodie_table import HoodieTable
+
+    table = HoodieTable.open(str(base))
+    timeline = table.timeline()
+    merge = table.slice_merge(timeline, "99991231235959999")
+    assert merge is not None
+    rows: list[dict[str, Any]] = []
+    for sl in table.file_system_view(timeline).latest_file_slices():
+        base_rows = pq.read_table(base / sl.base_file.relative_path) if sl.base_file is not None else None
+        blocks = [b for lf in sl.log_files
+                  for b in read_data_log((base / lf.relative_path).read_bytes(), source=lf.file_name)]
+        rows += _rows(merge_file_slice(base_rows, blocks, completed=merge, rule=merge.rule, as_of=merge.as_of))
+    return sorted(rows, key=lambda r: (r["_hoodie_record_key"], r["_hoodie_partition_path"]))
+
+
+def _append_updates(base: Path, instant: str, every: int = 2) -> list[tuple[str, str]]:
+    """A deltacommit ``instant`` of our own making that appends to each latest file slice one log file holding an
+    AVRO block (every ``every``-th row updated: a larger ``txn_ts`` and a new ``merchant_name``) and a DELETE
+    block (the slice's first row), as Hudi's upsert writes them; returns the (partition, file id) it touched."""
+    import json
+
+    from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
+    from hudi_clusterd.domain.instant import Action, Instant, State
+    from hudi_clusterd.formats.avro_schema import arrow_to_avro_json, strip_meta_fields
+    from hudi_clusterd.formats.log import encode_block
+    from hudi_clusterd.table.hoodie_table import HoodieTable
+    from tests.harness.mor_logs import avro_block, delete_block, ordering_bytes
+
+    table = HoodieTable.open(str(base))
+    store = table.timeline_store
+    touched: list[tuple[str, str]] = []
+    stats: dict[str, list[WriteStat]] = {}
+    for sl in table.file_system_view().latest_file_slices():
+        assert sl.base_file is not None
+        rows = pq.read_table(base / sl.base_file.relative_path)
+        schema = json.loads(arrow_to_avro_json(strip_meta_fields(rows.schema), "t", with_meta_fields=True))
+        updates = [{**r, "_hoodie_commit_time": instant, "_hoodie_commit_seqno": f"{instant}_0_{n}",
+                    "txn_ts": r["txn_ts"] + 1000, "merchant_name": f"updated-{n}"}
+                   for n, r in enumerate(rows.to_pylist()) if n % every == 1]
+        first = rows.slice(0, 1).to_pylist()[0]
+        blocks = [avro_block(instant, schema, updates),
+                  delete_block(instant, [(first["_hoodie_record_key"], first["_hoodie_partition_path"],
+                                          ordering_bytes("long", first["txn_ts"] + 1000))])]
+        name = f".{sl.file_id}_{instant}.log.1_0-1-2"
+        path = f"{sl.partition_path}/{name}" if sl.partition_path else name
+        data = b"".join(encode_block(b) for b in blocks)
+        (base / path).write_bytes(data)
+        stats.setdefault(sl.partition_path, []).append(WriteStat(
+            sl.file_id, path, sl.partition_path, prev_commit=sl.base_instant, num_writes=len(updates) + 1,
+            num_deletes=1, num_update_writes=len(updates), total_write_bytes=len(data), file_size_in_bytes=len(data),
+            log_version=1, log_offset=0, base_file=sl.base_file.file_name, log_files=(name,)))
+        touched.append(sl.group_id)
+    meta = CommitMetadata({p: tuple(v) for p, v in stats.items()},
+                          {"schema": table.latest_schema() or ""}, Operation.UPSERT)
+    requested = Instant(instant, Action.DELTA_COMMIT, State.REQUESTED)
+    with table.lock():
+        store.create(requested)
+        store.create(requested.with_state(State.INFLIGHT))
+        store.create(requested.with_state(State.COMPLETED), store.serde.encode_commit(meta))
+    return touched
+
+
+@pytest.mark.parametrize("name", ["v9_txns_simple_nometa",
+                                  pytest.param("v9_txns_complex_nometa", marks=pytest.mark.slow)])
+def test_the_daemon_plans_slices_with_their_log_files_and_the_table_reads_the_same_after(
+        name: str, golden_mor_tables: Path, tmp_path: Path, spark: Any) -> None:
+    from hudi_clusterd.engine.clustering.runner import SparkGroupRunner
+    from hudi_clusterd.ops.events import Outcome
+    from hudi_clusterd.ops.execute import execute_pending
+    from hudi_clusterd.ops.schedule import schedule
+    from hudi_clusterd.table.hoodie_table import HoodieTable
+
+    base = tmp_path / name
+    shutil.copytree(golden_mor_tables / name, base)
+    touched = _append_updates(base, "20260308000000000")
+    before = _merged_snapshot(base)
+    table = HoodieTable.open(str(base))
+    scheduled = schedule(table, make_policy(**{"small.file.limit": "100000000", "sort.columns": "txn_ts"}),
+                         force=True, hot_commits=0)
+    plan = scheduled.plan
+    assert plan is not None, scheduled.reason
+    with_logs = [s for g in plan.input_groups for s in g.slices if s.delta_file_paths]
+    assert {(s.partition_path, s.file_id) for s in with_logs} == set(touched)
+    result = execute_pending(table, SparkGroupRunner(spark, owns_session=False), commit_wait_s=0)
+    assert result.outcome is Outcome.COMPLETED, result.message
+    assert result.files_replaced == plan.num_slices
+    after = _merged_snapshot(base)
+    assert len(after) == len(before) and after == before
+    # the clustered groups' log files are no longer read: the new base files hold their merged rows
+    view = table.file_system_view()
+    assert not {(s.partition_path, s.file_id) for s in with_logs} & {sl.group_id for sl in view.latest_file_slices()}

@@ -516,6 +516,7 @@ def exported_samples() -> dict[str, list[dict[str, str]]]:
     metrics = Metrics(clock=lambda: 1_700_000_000.0)
     metrics.set_commits_since_clustering("t", 3)
     metrics.set_pending_plans("t", 1, 5.0)
+    metrics.set_compaction_blocked("t", 0.0)
     metrics.plan_scheduled("t")
     for outcome in PLAN_OUTCOMES:
         metrics.plan_finished("t", outcome, 1.0, 10, 1)

@@ -87,14 +87,14 @@ def find_conflicts(required: Iterable[SliceRequirement], view: FileSystemView, *
         latest = view.latest_slice_of(req.group)
         if claimed_by is not None and claimed_by != own_instant:
             out.append(Conflict(req, ConflictKind.CLAIMED, claimed_by))
+        elif (compaction := view.pending_compaction.instant_for(req.group)) is not None:
+            out.append(Conflict(req, ConflictKind.COMPACTING, compaction))
         elif latest is None:
             out.append(Conflict(req, ConflictKind.GONE))
         elif latest.base_instant != req.base_instant:
             out.append(Conflict(req, ConflictKind.NEWER_SLICE, latest.base_instant))
         elif (logs := {lf.file_name for lf in view.log_files_from_latest(req.group)}) != req.log_files:
             out.append(Conflict(req, ConflictKind.LOG_FILES, ", ".join(sorted(logs))))
-        elif (compaction := view.pending_compaction.instant_for(req.group)) is not None:
-            out.append(Conflict(req, ConflictKind.COMPACTING, compaction))
         elif req.group in writes:
             out.append(Conflict(req, ConflictKind.BEING_WRITTEN, writes[req.group]))
         elif req.group in late:

@@ -8,8 +8,9 @@ The rules, as Hudi 0.14/0.15 apply them, and one step beyond:
   ``small.file.limit``, group not in a pending clustering, compaction or log compaction plan.
   On merge-on-read tables (``merge_logs``) a slice's log files go into the plan with it (``deltaFilePaths``) and
   are merged when the plan runs, as Hudi does; narrower than Hudi, a slice with a log file of a pending write, or
-  without a base file (a log-only slice), is left out. Without ``merge_logs`` a slice with any log file is left
-  out, so a plan rewrites base files only.
+  without a base file (a log-only slice), or whose merge would take more memory than
+  ``hoodie.memory.merge.max.size``, is left out. Without ``merge_logs`` a slice with any log file is left out, so
+  a plan rewrites base files only.
   Beyond Hudi: groups the caller names as hot (updated by the latest upserts) are left out too, so a plan does
   not claim groups that ingestion keeps rewriting (ingestion wins conflicts, which would drop the plan).
 - Grouping, per partition (size-based strategy): largest first, groups up to ``max.bytes.per.group``,
@@ -17,8 +18,9 @@ The rules, as Hudi 0.14/0.15 apply them, and one step beyond:
   partitions, a single-slice group only when sorting or single-group clustering is on.
 - Beyond Hudi: with sort columns and per-file column ranges, slices whose ranges on the leading sort column
   overlap are grouped together (runs of overlapping ranges, in range order, split at the size cap), so one
-  group's output does not overlap another's. A group made only of files that a clustering wrote is skipped:
-  rewriting it would change nothing, and re-running on an unchanged table (even with ``force``) must be a no-op.
+  group's output does not overlap another's. A group made only of files that a clustering wrote, without log
+  files, is skipped: rewriting it would change nothing, and re-running on an unchanged table (even with
+  ``force``) must be a no-op. A clustering's output that has log files since is planned: merging them changes it.
 """
 
 from __future__ import annotations
@@ -102,6 +104,15 @@ class PlanningResult:
     skipped: Mapping[str, int] = field(default_factory=dict)
 
 
+MERGE_MEMORY_PER_BYTE = 4
+"""Memory a slice's merge takes per byte of its base and log files (decoded Arrow, the key index, the output)."""
+
+
+def merge_memory(sl: FileSlice) -> int:
+    """About the memory a Spark task takes to merge ``sl`` (`MERGE_MEMORY_PER_BYTE` times its files' bytes)."""
+    return MERGE_MEMORY_PER_BYTE * (sl.size + sum(lf.size for lf in sl.log_files))
+
+
 def eligible_slices(
     view: FileSystemView, partitions: Sequence[str], policy: ClusteringPolicy, skipped: dict[str, int],
     hot_groups: Collection[FileGroupId] = (), unsettled_groups: Collection[FileGroupId] = (), *,
@@ -129,6 +140,9 @@ def eligible_slices(
             skipped["has log files"] = skipped.get("has log files", 0) + 1
         elif any(lf.name.base_instant in pending for lf in logs) or logs != sl.log_files:
             skipped["log files being written"] = skipped.get("log files being written", 0) + 1
+        elif logs and merge_memory(sl) > policy.merge_max_memory:
+            skipped["merge over hoodie.memory.merge.max.size"] = \
+                skipped.get("merge over hoodie.memory.merge.max.size", 0) + 1
         elif sl.group_id in hot:
             skipped["recently updated (hot)"] = skipped.get("recently updated (hot)", 0) + 1
         elif sl.group_id in unsettled:
@@ -202,7 +216,7 @@ def build_partition_groups(
     for g in groups:
         if len(g) == 1 and not single_ok:
             continue
-        if all(s.base_instant in clustered_instants for s in g):
+        if all(s.base_instant in clustered_instants and not s.log_files for s in g):
             continue  # only clustering output: rewriting it again gains nothing and breaks idempotence
         kept.append(g)
     return kept

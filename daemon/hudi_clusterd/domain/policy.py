@@ -79,6 +79,7 @@ class ClusteringPolicy:
     curve_build_method: CurveBuildMethod
     curve_sample_size: int
     parquet_max_file_size: int
+    merge_max_memory: int
     bloom_filter_type: str
     bloom_num_entries: int
     bloom_fpp: float

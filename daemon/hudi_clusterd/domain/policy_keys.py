@@ -147,6 +147,7 @@ class ClusteringKey(StrEnum):
     CURVE_BUILD_METHOD = "hoodie.layout.optimize.curve.build.method"
     CURVE_SAMPLE_SIZE = "hoodie.layout.optimize.build.curve.sample.size"
     PARQUET_MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
+    MERGE_MAX_MEMORY = "hoodie.memory.merge.max.size"
     BLOOM_FILTER_TYPE = "hoodie.bloom.index.filter.type"
     BLOOM_NUM_ENTRIES = "hoodie.index.bloom.num_entries"
     BLOOM_FPP = "hoodie.index.bloom.fpp"
@@ -315,6 +316,10 @@ KEY_SPECS: dict[ClusteringKey, Key[Any]] = {
     K.PARQUET_MAX_FILE_SIZE: Key(K.PARQUET_MAX_FILE_SIZE.value,
         "125829120", _long, "Size assumed for a file slice without a base file when packing groups.",
         "parquet_max_file_size", 1),
+    K.MERGE_MAX_MEMORY: Key(K.MERGE_MAX_MEMORY.value,
+        "1073741824", _long, "Merge-on-read: the memory one file slice's merge may take in a Spark task (its base "
+        "and log files, decoded, about 4 times their bytes); a slice whose files would take more is left out of "
+        "the plan (the reason is logged) rather than run out of memory.", "merge_max_memory", 1),
     K.BLOOM_FILTER_TYPE: Key(K.BLOOM_FILTER_TYPE.value,
         "DYNAMIC_V0", _bloom_type, "Record-key bloom filter written into each output file's footer, as Hudi's "
         "BLOOM and GLOBAL_BLOOM indexes read it: DYNAMIC_V0 or SIMPLE.", "bloom_filter_type"),

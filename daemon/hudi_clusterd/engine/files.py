@@ -10,6 +10,7 @@ comes back, and the result is the write stats. The helpers beside it name paths 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -75,11 +76,18 @@ def literal_read_path(path: str) -> str:
     return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
 
 
+_OUR_ERROR = re.compile(r"^hudi_clusterd\.errors\.\w+: (.+)$")
+
+
 def spark_error_message(e: BaseException) -> str:
-    """The useful line of a Spark failure: our ``raise_error`` messages, else the first line, or for a bare
+    """The useful line of a Spark failure: the message of one of our errors raised in a Python worker (a log file
+    that cannot be merged, naming the file), our ``raise_error`` messages, else the first line, or for a bare
     Py4J wrapper ("An error occurred while calling ...") the innermost Java cause, which names the file."""
     text = str(e)
     lines = text.splitlines()
+    ours = [m.group(1).strip() for ln in lines if (m := _OUR_ERROR.match(ln.strip()))]
+    if ours:
+        return ours[-1]
     for line in lines:
         if "USER_RAISED_EXCEPTION" in line or "record key" in line:
             return line.strip()

@@ -145,8 +145,18 @@ def _provider_class(props: Mapping[str, str]) -> str:
     return KeyReader(props).get(PROVIDER) or FILE_SYSTEM_PROVIDER
 
 
+CONCURRENCY_MODE_KEY = "hoodie.write.concurrency.mode"
+NBCC = "NON_BLOCKING_CONCURRENCY_CONTROL"
+
+
 def lock_problems(props: Mapping[str, str]) -> list[str]:
-    """What is wrong with a table's ``hoodie.write.lock.*`` keys (empty when the daemon can take that lock)."""
+    """What is wrong with a table's ``hoodie.write.lock.*`` keys (empty when the daemon can take that lock), and
+    with its writers' concurrency mode: non-blocking concurrency control lets writers append logs to file groups
+    beside any table service without a conflict check, which a clustering would lose."""
+    mode = props.get(CONCURRENCY_MODE_KEY, "").strip().upper()
+    if mode == NBCC:
+        return [f"{CONCURRENCY_MODE_KEY}={props[CONCURRENCY_MODE_KEY]}: tables written with non-blocking "
+                "concurrency control are not served (supported: SINGLE_WRITER, OPTIMISTIC_CONCURRENCY_CONTROL)"]
     name = _provider_class(props)
     registration = PROVIDERS.get(name)
     if registration is None:

@@ -120,7 +120,7 @@ class HoodieTable:
         commits = timeline.commits()
         firsts = [i.time for i in (commits.completed().first, timeline.pending().first) if i is not None]
         return SliceMerge.as_of_instant(rule, {i.time for i in timeline.completed()}, instant,
-                                        min(firsts) if firsts else None)
+                                        min(firsts) if firsts else None, self.latest_schema(timeline))
 
     def metadata_table(self) -> MetadataTable | None:
         """The table's metadata table, when ``hoodie.properties`` says it has one: one per table handle (built on

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from hudi_clusterd.domain.compaction import PendingCompaction
 from hudi_clusterd.domain.conflicts import ConflictKind, find_conflicts, requirements
 from hudi_clusterd.domain.fs_view import FileSystemView, PendingClustering, ReplacedGroups
 from hudi_clusterd.domain.plan import ClusteringGroup, ClusteringPlan, ClusteringStrategy, SliceInfo
+from hudi_clusterd.formats.log import MergeMode, MergeRule, SliceMerge
 from tests.builders import make_base_file, make_timeline
 
 T1, T2, T3, PLAN, OTHER = ("20240101000000001", "20240101000000002", "20240101000000003", "20240101000000004",
@@ -54,3 +56,24 @@ def test_each_kind_of_move_is_named() -> None:
 def test_at_scheduling_a_plan_claiming_the_groups_is_a_conflict() -> None:
     reqs = requirements(_plan("a"))
     assert [c.kind for c in find_conflicts(reqs, _view())] == [ConflictKind.CLAIMED]
+
+
+def test_a_compaction_or_a_write_the_merge_did_not_read_takes_the_group() -> None:
+    reqs = requirements(_plan("a", "b", "c"))
+    compacting = PendingCompaction.from_plans([(T3, [("p", "a")])])
+    view = FileSystemView(make_timeline(T1, T2), [make_base_file("p", g, T1) for g in "abc"],
+                          pending_clustering=PendingClustering.from_plans([(PLAN, [("p", g) for g in "abc"])]),
+                          pending_compaction=compacting)
+    found = find_conflicts(reqs, view, own_instant=PLAN, late_writes={("p", "c"): T2})
+    assert [(c.group, c.kind, c.actual) for c in found] == [
+        (("p", "a"), ConflictKind.COMPACTING, T3), (("p", "c"), ConflictKind.LATE_WRITE, T2)]
+    assert str(found[0]) == f"file group a (p) is in a pending compaction plan {T3} (planned slice {T1})"
+    assert "was written by a write completed after its log files were merged 20240101000000002" in str(found[1])
+
+
+def test_a_merge_counts_its_completed_instants_and_the_archived_ones_only() -> None:
+    rule = MergeRule.of_mode(MergeMode.EVENT_TIME, "ts")
+    merge = SliceMerge.as_of_instant(rule, {T1, T3, OTHER}, PLAN, archived_before=T1)
+    assert merge.completed == frozenset({T1, T3})  # OTHER is after the clustering instant
+    assert T1 in merge and T3 in merge and "20231231000000000" in merge  # archived: before the timeline starts
+    assert T2 not in merge and OTHER not in merge and None not in merge

@@ -4,18 +4,21 @@ commit-time requirement make of log files."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from hudi_clusterd.domain.compaction import PendingCompaction
 from hudi_clusterd.domain.conflicts import ConflictKind, SliceRequirement, find_conflicts, requirements
 from hudi_clusterd.domain.fs_view import FileSystemView
 from hudi_clusterd.domain.instant import Action, Instant, State
 from hudi_clusterd.domain.log_file import LogFile
 from hudi_clusterd.domain.plan import ClusteringGroup, ClusteringPlan, ClusteringStrategy
-from hudi_clusterd.domain.planner import clustering_group, eligible_slices
+from hudi_clusterd.domain.planner import clustering_group, eligible_slices, plan_clustering
 from hudi_clusterd.domain.timeline import Timeline
 from hudi_clusterd.domain.timeline_layout import LAYOUT_1, layout_2
 from tests.builders import make_base_file, make_policy
 
 T1, T2, T3, T4, T5, T6, T7 = (f"2024010100000000{i}" for i in range(1, 8))
+NOW = datetime(2024, 3, 5, 7, 0, 0)
 
 
 def log(file_id: str, instant: str, version: int = 1, partition: str = "p", size: int = 100,
@@ -215,3 +218,33 @@ def test_a_log_appended_after_planning_is_a_conflict_and_the_same_logs_are_not()
 
 def requirements_of(group: ClusteringGroup) -> tuple[SliceRequirement, ...]:
     return requirements(ClusteringPlan((group,), ClusteringStrategy("x")))
+
+
+def test_a_slice_whose_merge_would_exceed_the_memory_budget_is_left_out() -> None:
+    timeline = Timeline.from_states([inst(T1, "deltacommit")])
+    bases = [make_base_file("p", f, T1, size=1000) for f in ("small", "big")]
+    view = FileSystemView(timeline, bases, log_files=[log("small", T1, size=1000), log("big", T1, size=300_000)])
+    skipped: dict[str, int] = {}
+    out = eligible_slices(view, view.partitions(), make_policy(**{"hoodie.memory.merge.max.size": "1000000"}),
+                          skipped, merge_logs=True)
+    assert [sl.file_id for sls in out.values() for sl in sls] == ["small"]
+    assert skipped == {"merge over hoodie.memory.merge.max.size": 1}
+
+
+def test_a_clusterings_output_with_log_files_since_is_planned_and_without_them_is_not() -> None:
+    # v9: the clustering T1 wrote "a" and "b"; a deltacommit T2 then logged updates to "a"
+    timeline = Timeline.from_states([inst(T1, "replacecommit", done=T1), inst(T2, "deltacommit", done=T2)])
+    view = FileSystemView(timeline, [make_base_file("p", f, T1) for f in ("a", "b")], log_files=[log("a", T2)],
+                          slicing=layout_2().log_slicing(timeline))
+    policy = make_policy(**{"sort.columns": "x"})  # single-slice groups allowed
+
+    def planned(v: FileSystemView) -> list[tuple[str, int]]:
+        result = plan_clustering(v, policy, NOW, lambda f: f"file:/t/{f.relative_path}", clustered_instants={T1},
+                                 merge_logs=True)
+        return sorted((s.file_id, len(s.delta_file_paths)) for g in (result.plan.input_groups if result.plan
+                                                                     else ()) for s in g.slices)
+
+    assert planned(view) == [("a", 1), ("b", 0)]  # one group of the partition's slices
+    unlogged = FileSystemView(timeline, [make_base_file("p", f, T1) for f in ("a", "b")],
+                              slicing=layout_2().log_slicing(timeline))
+    assert planned(unlogged) == []

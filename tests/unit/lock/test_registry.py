@@ -199,3 +199,11 @@ def test_lock_service_clients_are_imported_only_for_a_table_that_uses_them(tmp_p
                           check=True)
     # Then neither boto3, botocore nor kazoo was imported; a ZooKeeper lock's provider brings kazoo in
     assert done.stdout.strip() == clients
+
+
+def test_writers_with_non_blocking_concurrency_control_are_refused_naming_the_key() -> None:
+    problems = lock_problems({"hoodie.write.concurrency.mode": "non_blocking_concurrency_control"})
+    assert problems == ["hoodie.write.concurrency.mode=non_blocking_concurrency_control: tables written with "
+                        "non-blocking concurrency control are not served (supported: SINGLE_WRITER, "
+                        "OPTIMISTIC_CONCURRENCY_CONTROL)"]
+    assert lock_problems({"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL"}) == []

@@ -25,44 +25,19 @@ import pyarrow as pa
 import pytest
 
 from hudi_clusterd.domain.instant import Instant
-from hudi_clusterd.lock import FileSystemLockProvider, LockOptions
-from hudi_clusterd.ops.commit import ingestion_rhythm
-from hudi_clusterd.ops.events import Outcome
-from hudi_clusterd.ops.execute import Executor, execute, execute_pending
-from hudi_clusterd.ops.ownership import Claim, Ownership
-from hudi_clusterd.ops.recovery import recover
-from hudi_clusterd.ops.schedule import schedule
+from hudi_clusterd.lock import FileSystemLockProvider
+from hudi_clusterd.ops.pending_writes import ingestion_rhythm
 from hudi_clusterd.ops.snapshot import TableSnapshot
 from hudi_clusterd.table.hoodie_table import HoodieTable
 from hudi_clusterd.table.rollback import rollback_pending
 from tests.builders import TableGen, make_policy
 from tests.harness.crash_harness import COLUMNS, assert_rows, check_recovered, completed_replace_files, hoodie_names
-from tests.harness.fault_storage import ArrowGroupRunner, FaultyStorage, SimulatedCrash
+from tests.harness.fault_storage import FaultyStorage, SimulatedCrash
 from tests.harness.hudi_rs_checks import hudi_rs_rows
+from tests.harness.inprocess_crash import LOCK, daemon_cycle, recover_table, take_over_lock
 
 POLICY = make_policy(**{"hoodie.clustering.plan.strategy.sort.columns": "x",
                         "hoodie.clustering.max.parallelism": "1"})
-STALE_S = 0.05  # the dead process's lock is taken over this long after its last beat
-LOCK = LockOptions(timeout_s=10, stale_s=STALE_S)
-
-
-class TrackingOwnership(Ownership):
-    """An `Ownership` that remembers its claims, so that the heartbeat threads of a dead "process" can be stopped
-    (a killed process's threads die with it)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.claims: list[Claim] = []
-
-    def claim(self, table: HoodieTable, pending: Any, *, locked: bool = False) -> Claim | None:
-        got = super().claim(table, pending, locked=locked)
-        if got is not None:
-            self.claims.append(got)
-        return got
-
-    def die(self) -> None:
-        for c in self.claims:
-            c.heartbeat.stop(delete=False)
 
 
 @dataclass(frozen=True)
@@ -113,52 +88,6 @@ def fresh(pristine: Pristine, tmp_path: Path) -> Iterator[Any]:
     yield _copy
 
 
-def daemon_cycle(base: Path, storage: FaultyStorage) -> str | None:
-    """One daemon tick's writes on a table that needs clustering: schedule and claim under one lock hold, execute
-    every group, commit, clean up. Returns the instant; raises `SimulatedCrash` where the storage dies."""
-    table = HoodieTable.open(str(base), storage=storage, lock_provider=FileSystemLockProvider(storage, LOCK))
-    ownership = TrackingOwnership()
-    try:
-        scheduled = schedule(table, POLICY, force=True, claim_with=ownership)
-        assert scheduled.pending is not None and scheduled.claim is not None
-        result = execute(scheduled.snapshot, scheduled.pending, Executor(ArrowGroupRunner(storage), ownership, 1),
-                         claim=scheduled.claim)
-        assert result.outcome is Outcome.COMPLETED, result
-        return scheduled.pending.time
-    except SimulatedCrash:
-        ownership.die()
-        raise
-
-
-def take_over_lock(base: Path) -> None:
-    """The next writer takes the dead process's lock over once stale (or finds none); it comes an hour later (its
-    clock), so the lock is stale at once."""
-    with FileSystemLockProvider(HoodieTable.open(str(base)).storage, LOCK, clock=lambda: time.time() + 3600).held():
-        pass
-
-
-def recover_table(base: Path, storage: FaultyStorage | None = None) -> list[str]:
-    """What the next daemon start (or ``hudi-clusterd execute``) does: recovery, then every pending plan. The
-    dead executor's heartbeat is as fresh as its process is alive here, so the recovering executor counts a
-    heartbeat of another owner as dead at once (``timeout_s=0``), as it would once the dead one's beats stopped."""
-    storage = storage or FaultyStorage(str(base))
-    table = HoodieTable.open(str(base), storage=storage, lock_provider=FileSystemLockProvider(storage, LOCK))
-    ownership = TrackingOwnership(timeout_s=0.0)
-    try:
-        take_over_lock(base)
-        recover(TableSnapshot.load(table), ownership)
-        outcomes = []
-        for _ in range(5):
-            result = execute_pending(table, ArrowGroupRunner(storage), ownership=ownership, parallelism=1)
-            if result.outcome is Outcome.SKIPPED:
-                break
-            outcomes.append(str(result.outcome))
-        return outcomes
-    except SimulatedCrash:
-        ownership.die()
-        raise
-
-
 def assert_clustered_once(base: Path, what: str) -> None:
     replaced = completed_replace_files(base)
     assert len(replaced) == 1, f"{what}: {len(replaced)} completed clusterings: {hoodie_names(base)}"
@@ -166,7 +95,7 @@ def assert_clustered_once(base: Path, what: str) -> None:
 
 def writes_of_a_clean_cycle(base: Path) -> list[str]:
     storage = FaultyStorage(str(base))
-    daemon_cycle(base, storage)
+    daemon_cycle(base, storage, POLICY)
     return storage.calls
 
 
@@ -187,7 +116,7 @@ def test_every_crash_point_of_a_daemon_cycle_recovers_exactly(pristine: Pristine
         base = fresh()
         storage = FaultyStorage(str(base), crash_at=k)
         with pytest.raises(SimulatedCrash):
-            daemon_cycle(base, storage)
+            daemon_cycle(base, storage, POLICY)
         what = f"table v{pristine.version}, crash at {storage.crashed}"
         # Then readers see exactly the rows from before, and after recovery the table is exact and at rest, its
         # plan executed (or, killed before the plan was saved, the next tick's plan)
@@ -195,7 +124,7 @@ def test_every_crash_point_of_a_daemon_cycle_recovers_exactly(pristine: Pristine
         outcomes = recover_table(base)
         if not completed_replace_files(base):
             assert not outcomes, outcomes
-            assert daemon_cycle(base, FaultyStorage(str(base))) is not None
+            assert daemon_cycle(base, FaultyStorage(str(base)), POLICY) is not None
         check_recovered(base, pristine.expected, what + ", after recovery")
         assert_clustered_once(base, what)
         shutil.rmtree(base)
@@ -216,7 +145,7 @@ def killed_while_writing(fresh: Any) -> Any:
     def _killed() -> Path:
         base = fresh()
         with pytest.raises(SimulatedCrash):
-            daemon_cycle(base, FaultyStorage(str(base), crash_at=commit_at))
+            daemon_cycle(base, FaultyStorage(str(base), crash_at=commit_at), POLICY)
         return base
 
     return _killed

@@ -259,7 +259,7 @@ def test_metrics_observer_turns_events_into_series(server: MetricsServer) -> Non
     metrics = Metrics()
     observer = MetricsObserver(metrics)
     observer.notify(TableObserved("a", 5, 2, 30.0, 40, 12))
-    observer.notify(TableObserved("b", 1, 1, 5.0, 3, 1))
+    observer.notify(TableObserved("b", 1, 1, 5.0, 3, 1, compaction_blocked_s=5.0))
     observer.notify(PlanScheduled("a", "20240101000000001", 2, 6, 1000, "due"))
     observer.notify(GroupStarted("a", "20240101000000001", 0, 2, "p", 3))
     observer.notify(GroupStarted("a", "20240101000000001", 1, 2, "p", 3))
@@ -274,6 +274,8 @@ def test_metrics_observer_turns_events_into_series(server: MetricsServer) -> Non
     assert reg.get_sample_value("hudi_clusterd_cleanup_failures_total", {"table": "a", "step": "heartbeat"}) == 0
     assert reg.get_sample_value("hudi_clusterd_commits_since_last_clustering", {"table": "a"}) == 5
     assert reg.get_sample_value("hudi_clusterd_snapshot_small_files", {"table": "a"}) == 12
+    assert reg.get_sample_value("hudi_clusterd_pending_clustering_blocks_compaction_seconds", {"table": "a"}) == 0
+    assert reg.get_sample_value("hudi_clusterd_pending_clustering_blocks_compaction_seconds", {"table": "b"}) == 5
     assert reg.get_sample_value("hudi_clusterd_plans_queued") == 3
     assert reg.get_sample_value("hudi_clusterd_plans_scheduled_total", {"table": "a"}) == 1
     assert reg.get_sample_value("hudi_clusterd_groups_running") == 1

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.formats.log import DecodedBlock, SliceMerge, merge_file_slice, read_data_log
+from hudi_clusterd.formats.log.arrow_blocks import arrow_schema_of
 from hudi_clusterd.storage import Storage
 
 
@@ -64,11 +65,15 @@ def read_logs(storage: Storage, logs: tuple[str, ...]) -> list[DecodedBlock]:
 
 
 def merge_slice(storage: Storage, piece: MergedSlice, merge: SliceMerge) -> pa.Table:
-    """The live rows of ``piece`` as of ``merge.as_of``, in its base file's schema (a log-only slice: its first
-    applied data block's)."""
+    """The live rows of ``piece`` as of ``merge.as_of``, in its base file's schema with the columns of the
+    table's latest schema it lacks (a log-only slice: its first applied data block's)."""
     base = read_base(storage, piece.base) if piece.base is not None else None
+    schema = None
+    if base is not None and merge.table_schema:
+        latest = arrow_schema_of(merge.table_schema)
+        schema = pa.schema([*base.schema, *(f for f in latest if f.name not in base.schema.names)])
     return merge_file_slice(base, read_logs(storage, piece.logs), completed=merge, rule=merge.rule,
-                            as_of=merge.as_of)
+                            as_of=merge.as_of, schema=schema)
 
 
 def merged_batches(storage: Storage, piece: MergedSlice, merge: SliceMerge, batch_rows: int

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from hudi_clusterd.engine.clustering.merged import MergedSlice, merged_batches
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.formats.log import SliceMerge
+from hudi_clusterd.formats.log.arrow_blocks import arrow_schema_of
 from hudi_clusterd.storage import Storage, StorageSpec, open_storage
 
 if TYPE_CHECKING:
@@ -180,11 +181,12 @@ class GroupScan:
         return self.spark.range(0, tasks, 1, tasks).mapInArrow(read_task, schema)
 
 
-def footer_schema(storage: Storage, files: Sequence[ScanFile]) -> tuple[StructType, int]:
+def footer_schema(storage: Storage, files: Sequence[ScanFile], also: pa.Schema | None = None
+                  ) -> tuple[StructType, int]:
     """The merged Spark schema of ``files`` read from their footers, as Spark's Parquet reader gives it with
     ``mergeSchema`` (the union of the columns, a type that differs between files being an `ExecutionError`;
-    every column nullable, INT96 columns as timestamps, other timestamps by their ``isAdjustedToUTC``), and
-    their rows."""
+    every column nullable, INT96 columns as timestamps, other timestamps by their ``isAdjustedToUTC``), with the
+    columns of ``also`` that no file has appended, and their rows."""
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField, StructType, TimestampType
 
@@ -206,6 +208,8 @@ def footer_schema(storage: Storage, files: Sequence[ScanFile]) -> tuple[StructTy
     except pa.ArrowException as e:
         raise ExecutionError(f"{storage.full_path(files[0].path) if files else storage.base_uri} and the other "
                              f"files of the group: their schemas do not merge: {e}") from e
+    if also is not None:
+        merged = pa.schema([*merged, *(f for f in also if f.name not in merged.names)])
     return StructType([StructField(f.name, TimestampType() if f.name in int96 else _nullable(from_arrow_type(f.type)),
                                    True) for f in merged]), rows
 
@@ -235,8 +239,10 @@ def read_merged(spark: SparkSession, storage: Storage, files: Sequence[ScanFile]
                 bases: Sequence[ScanFile], merge: SliceMerge) -> tuple[DataFrame, int]:
     """The rows of a group with ``merged`` slices (whose base files are ``bases``) beside the base-only
     ``files``, read in the Python workers (`GroupScan`), and how many there are (the merge decides it: counting
-    runs the read once); the schema is `footer_schema`'s over every base file."""
-    schema, _ = footer_schema(storage, [*files, *bases])
+    runs the read once); the schema is `footer_schema`'s over every base file, with the columns of the table's
+    latest schema that only log records have (a nullable column added since the base files were written)."""
+    latest = arrow_schema_of(merge.table_schema) if merge.table_schema else None
+    schema, _ = footer_schema(storage, [*files, *bases], latest)
     df = GroupScan(spark, storage.spec, tuple(files), schema, merged=tuple(merged), merge=merge
                    ).map_files(lambda batches: batches, schema)
     return df, df.count()

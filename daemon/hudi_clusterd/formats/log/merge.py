@@ -48,18 +48,20 @@ class SliceMerge:
     """How a clustering merges its slices with log files: the table's ``rule``, the write instants ``completed``
     up to ``as_of`` (the clustering instant; blocks after it are not applied) and the active timeline's first
     instant ``archived_before``: an older instant has been archived and counts as completed, as Hudi's readers
-    count it. Picklable: it travels to the Spark tasks."""
+    count it; ``table_schema``: the table's latest Avro schema (the merged rows keep a column only logs have).
+    Picklable: it travels to the Spark tasks."""
 
     rule: MergeRule
     completed: frozenset[str]
     as_of: str
     archived_before: str | None = None
+    table_schema: str | None = None
 
     @classmethod
     def as_of_instant(cls, rule: MergeRule, completed: Set[str], instant: str,
-                      archived_before: str | None = None) -> SliceMerge:
+                      archived_before: str | None = None, table_schema: str | None = None) -> SliceMerge:
         """The merge of a clustering ``instant``: the completed instants not after it."""
-        return cls(rule, frozenset(i for i in completed if i <= instant), instant, archived_before)
+        return cls(rule, frozenset(i for i in completed if i <= instant), instant, archived_before, table_schema)
 
     def __contains__(self, instant: object) -> bool:
         """Whether the blocks of ``instant`` are applied as completed."""

@@ -3,9 +3,12 @@ JVM: the Spark job itself is `tests/integration/test_clustering_mor.py`)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.domain.plan import ClusteringGroup, ClusteringPlan, ClusteringStrategy, SliceInfo
@@ -13,8 +16,9 @@ from hudi_clusterd.engine.clustering.merged import MergedSlice, merge_slice
 from hudi_clusterd.engine.clustering.runner import group_input
 from hudi_clusterd.engine.clustering.scan import ScanFile
 from hudi_clusterd.errors import ExecutionError
-from hudi_clusterd.formats.log import MergeMode, MergeRule, SliceMerge
+from hudi_clusterd.formats.log import MergeMode, MergeRule, SliceMerge, encode_block
 from hudi_clusterd.storage import Storage, open_storage
+from tests.harness.mor_logs import META, avro_block, record_schema
 
 T0, T1, T2 = "20260101000000000", "20260101000001000", "20260101000002000"
 RULE = MergeRule.of_mode(MergeMode.EVENT_TIME, "txn_ts")
@@ -82,3 +86,28 @@ def test_a_golden_slice_merges_as_of_the_clustering_instant(golden_mor_tables: P
     assert [k for k, _ in updated] == [k for k, _ in before]  # the first deltacommit's data block updates a key
     assert {t for _, t in updated} == {"20260307162557587", "20260307162604102"}
     assert len(deleted) == len(updated) - 1 and set(deleted) < set(updated)  # the second one's DELETE block
+
+
+def test_a_column_added_in_a_later_log_block_is_kept_by_the_merge(tmp_path: Path) -> None:
+    storage = open_storage(str(tmp_path))
+    (tmp_path / "p").mkdir()
+    meta = {"_hoodie_commit_time": T0, "_hoodie_commit_seqno": "s", "_hoodie_partition_path": "p",
+            "_hoodie_file_name": "f"}
+    base_rows = [{**meta, "_hoodie_record_key": k, "txn_ts": 1} for k in ("k1", "k2")]
+    pq.write_table(pa.Table.from_pylist(base_rows, pa.schema([*(pa.field(n, pa.string()) for n in META),
+                                                             pa.field("txn_ts", pa.int64())])),
+                   tmp_path / _base("a-0"))
+    wider = record_schema([("txn_ts", "long"), ("note", "string")])
+    block = avro_block(T1, wider, [{**meta, "_hoodie_commit_time": T1, "_hoodie_record_key": "k2", "txn_ts": 2,
+                                    "note": "added"}])
+    (tmp_path / _log("a-0")).write_bytes(encode_block(block))
+    merge = SliceMerge.as_of_instant(RULE, {T0, T1}, T2, table_schema=json.dumps(wider))
+    merged = merge_slice(storage, MergedSlice(_base("a-0"), (_log("a-0"),)), merge)
+    assert sorted(merged.select(["_hoodie_record_key", "txn_ts", "note"]).to_pylist(),
+                  key=lambda r: r["_hoodie_record_key"]) == [
+        {"_hoodie_record_key": "k1", "txn_ts": 1, "note": None},
+        {"_hoodie_record_key": "k2", "txn_ts": 2, "note": "added"}]
+    # without the table's schema the base file's columns are the output's (what the group's scan reads)
+    narrow = merge_slice(storage, MergedSlice(_base("a-0"), (_log("a-0"),)), SliceMerge.as_of_instant(
+        RULE, {T0, T1}, T2))
+    assert "note" not in narrow.column_names
