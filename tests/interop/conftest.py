@@ -15,7 +15,9 @@ groups the tests by setup (a session-scoped parameter), and at most one worker r
 is missing skips its tests, or fails them under ``CLUSTERD_REQUIRE_HUDI=1`` (see ``tests/harness/apache_hudi.py``).
 
 Tables are shared the same way where that is sound: ``events_table`` gives each test a copy of the three-insert
-table its setup's worker writes once per session (the plan and update-strategy tests start from it).
+table its setup's worker writes once per session (the plan and update-strategy tests start from it);
+``mor_written`` gives the merge-on-read workload table each release writes once per session, with its snapshot
+read and a compacted copy (the MOR merge-oracle and MOR clustering tests read and copy it, never write to it).
 
 Tests marked ``hudi_s3`` run Hudi on the S3 test server through ``s3_hudi`` (``tests/harness/hudi_s3.py``): a worker
 of their own profile, so they run after the other tests of their bundle (one more worker start per bundle).
@@ -35,6 +37,7 @@ from tests.harness.apache_hudi import HudiWorker, HudiWorkers, events_writer_opt
 from tests.harness.daemon_harness import assert_default_metadata_table, assert_layout
 from tests.harness.hudi_s3 import s3_worker
 from tests.harness.hudi_versions import HUDI_0_15, SETUPS, HudiSetup
+from tests.harness.mor_clustered import WrittenMor, write_mor_table
 
 EventsTable = tuple[Path, list[list[dict[str, Any]]]]
 EVENTS_BATCHES = 3
@@ -145,3 +148,20 @@ def events_table(apache_hudi: HudiWorker, _events_originals: dict[HudiSetup, Pat
     base = tmp_path / "events"
     shutil.copytree(original, base)
     return base, [event_rows(b) for b in range(EVENTS_BATCHES)]
+
+
+@pytest.fixture(scope="session")
+def mor_written(hudi_workers: HudiWorkers, tmp_path_factory: pytest.TempPathFactory
+                ) -> Callable[[HudiSetup], WrittenMor]:
+    """Factory: the merge-on-read workload table ``setup``'s worker wrote, its snapshot read and a copy Hudi
+    compacted (``tests/harness/mor_clustered.py``), written on first use, once per session; read or copy it, never
+    write to it."""
+    written: dict[str, WrittenMor] = {}
+
+    def get(setup: HudiSetup) -> WrittenMor:
+        if setup.name not in written:
+            hudi = hudi_workers.for_setup(setup)
+            written[setup.name] = write_mor_table(hudi, tmp_path_factory.mktemp(f"mor_{setup.name}"))
+        return written[setup.name]
+
+    return get

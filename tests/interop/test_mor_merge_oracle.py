@@ -3,7 +3,8 @@
 Hudi 0.15.0 (table version 6, OverwriteWithLatestAvroPayload) and Hudi 1.2.0 (version 9, its default merge mode)
 each write one MOR table per session at their defaults (metadata table on, inline compaction off): two inserts
 into four file groups, two upserts of the same keys with ordering values out of order within the slice, a SQL
-DELETE (DELETE blocks) and an upsert of ``_hoodie_is_deleted`` rows (``tests/harness/mor_oracle.py``). Our merge
+DELETE (DELETE blocks) and an upsert of ``_hoodie_is_deleted`` rows (``tests/harness/mor_oracle.py``; the session's
+``mor_written`` table, which ``test_mor_clustering.py`` clusters copies of). Our merge
 (``read_data_log`` + ``merge_file_slice``) of every latest file slice, read from the table's own files, must equal
 Hudi's snapshot read row for row, and, on a copy Hudi compacts, Hudi's compacted base files on every column but
 ``_hoodie_file_name``.
@@ -17,7 +18,7 @@ be what our ``MergeRule`` of that release gives.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +27,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_clusterd.formats.log import MergeRule, Payload, Release
-from tests.harness.apache_hudi import HudiRequestError, HudiWorker, HudiWorkers, read_hoodie_properties
+from tests.harness.apache_hudi import HudiWorker, HudiWorkers, read_hoodie_properties
 from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_0_2, HUDI_1_2_V9, HudiSetup
+from tests.harness.mor_clustered import WrittenMor
 from tests.harness.mor_oracle import (
     ORDERING,
     FileSlice,
@@ -37,7 +39,6 @@ from tests.harness.mor_oracle import (
     merge_slice,
     rows_by_key,
     without_file_name,
-    write_workload,
 )
 
 pytestmark = [pytest.mark.hudi]
@@ -85,32 +86,20 @@ def _copy(src: Path, dst: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def oracle(request: pytest.FixtureRequest, hudi_workers: HudiWorkers,
+def oracle(request: pytest.FixtureRequest, hudi_workers: HudiWorkers, mor_written: Callable[[HudiSetup], WrittenMor],
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[OracleTable]:
-    """The release's MOR table, written once per session, its snapshot read and a compacted copy."""
+    """The release's MOR table (written once per session), its snapshot read and a compacted copy."""
     setup: HudiSetup = request.param
     hudi: HudiWorker = hudi_workers.for_setup(setup)
-    tag = setup.name.replace(".", "_").replace("-", "_")
-    root = tmp_path_factory.mktemp(f"mor_oracle_{tag}")
-    path = root / "table"
-    workload = write_workload(hudi, setup, path, f"mor_oracle_{tag}")
-    assert not [p for p in (path / ".hoodie").rglob("*.commit") if "metadata" not in p.parts], \
-        "Hudi compacted while the workload was written"
-    snapshot = hudi.read(path)
-    compacted = _copy(path, root / "compacted")
-    compaction_error = None
-    try:
-        hudi.sql(f"CALL run_compaction(op => 'scheduleAndExecute', path => '{compacted}')")
-    except HudiRequestError as exc:
-        if setup is not HUDI_1_0_2:
-            raise
-        compaction_error = str(exc)
+    written = mor_written(setup)
     v6_read = None
     if setup.hudi_version != HUDI_0_15.hudi_version and HUDI_0_15.name in _WRITTEN:
+        root = tmp_path_factory.mktemp(f"mor_oracle_{setup.name}")
         v6_read = hudi.read(_copy(_WRITTEN[HUDI_0_15.name].path, root / "v6_by_1_x"))
-    written = OracleTable(setup, path, workload, snapshot, compacted, compaction_error, v6_read)
-    _WRITTEN[setup.name] = written
-    yield written
+    table = OracleTable(setup, written.path, written.workload, written.snapshot, written.compacted,
+                        written.compaction_error, v6_read)
+    _WRITTEN[setup.name] = table
+    yield table
 
 
 @pytest.mark.parametrize("oracle", RUNS, indirect=True, scope="module", ids=IDS)
