@@ -141,14 +141,14 @@ def completed_clusterings(base: Path) -> list[str]:
 
 
 def assert_no_orphan_files(base: Path, *, at_rest: bool = False) -> int:
-    """Every data file is named by a write stat of a completed commit or replacecommit (files of failed or
-    rolled-back attempts are gone; replaced file groups stay until a cleaner runs), so it also belongs to a
+    """Every data file is named by a write stat of a completed commit, replacecommit or compaction (files of
+    failed or rolled-back attempts are gone; replaced file groups stay until a cleaner runs), so it also belongs to a
     completed instant. ``at_rest``: also no marker is left and no commit is pending. Returns how many files are
     named."""
     referenced: set[str] = set()
     hoodie = base / ".hoodie"
     table = HoodieTable.open(str(base))
-    for inst in table.timeline().commits().completed():
+    for inst in table.timeline().writes().completed():  # compactions too (their base files)
         referenced.update(ws.path for ws in table.timeline_store.commit_metadata(inst).write_stats() if ws.path)
     orphans = sorted(rel for f in base.rglob("*.parquet")
                      if not (rel := f.relative_to(base).as_posix()).startswith(".hoodie") and rel not in referenced)
