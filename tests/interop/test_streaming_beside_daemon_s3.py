@@ -164,12 +164,15 @@ def test_streaming_ingestion_and_the_daemon_share_a_table_on_s3(
 
     done = check_scenario(worker, table, run, length[1], f"stream_s3_{lock}_{len(run.states)}_{int(started)}",
                           rs_options=s3_storage_options(s3_server))
-    merged, compacted = log_clusterings(table), compactions(table)
+    mor_figures = ""
     if mor:
+        merged, compacted = log_clusterings(table), compactions(table)
         assert len(merged) >= length[1], (merged, done)
         assert compacted, "no compaction completed"
-    print(f"{setup.name} + {lock} on S3{' (MOR)' if mor else ''}: {len(run.states)} batches, {len(done)} clusterings "
-          f"({len(merged)} with log files, {sum(merged.values())} slices with logs; {len(compacted)} compactions) "
+        mor_figures = (f" ({len(merged)} with log files, {sum(merged.values())} slices with logs; "
+                       f"{len(compacted)} compactions)")
+    print(f"{setup.name} + {lock} on S3{' (MOR)' if mor else ''}: {len(run.states)} batches, {len(done)} clusterings"
+          f"{mor_figures} "
           f"(and {len(clusterings(table, replaced=False))} that lost every group), {len(run.states[-1])} keys, "
           f"{len(taken)} lock acquisitions by the daemon ({len(poller.seen & ours)} seen by the poller in "
           f"{poller.reads} reads), stream and daemon {run.seconds:.0f}s (with set-up {stream_seconds:.0f}s), "
