@@ -608,6 +608,10 @@ def assert_plans_disjoint(base: Path) -> int:
     return len(plans)
 
 
+# what a table service's instant completes as (merge-on-read tables): a compaction as a commit
+_COMPLETES_AS = {"compaction": "commit", "logcompaction": "deltacommit"}
+
+
 def pending_instants(names: list[str]) -> list[str]:
     """Requested or inflight state files whose instant has no completed file."""
     present = set(names)
@@ -622,7 +626,7 @@ def pending_instants(names: list[str]) -> list[str]:
             action = parts[1]
         else:
             continue
-        if f"{parts[0]}.{action}" not in present:
+        if f"{parts[0]}.{_COMPLETES_AS.get(action, action)}" not in present:
             out.append(n)
     return out
 

@@ -72,10 +72,13 @@ class HudiStreamIngestor:
     INSERTS = 9
 
     def __init__(self, worker: HudiWorker, folder: Path, table: Path | WatchedTable, seed: int,
-                 options: Mapping[str, str], name: str = "events") -> None:
+                 options: Mapping[str, str], name: str = "events", recent_updates: int = 0) -> None:
         """Start the query on the table ``table`` (a local folder, or a watched table its writer reaches at its
-        ``uri``); ``folder``: where its local source, staging and checkpoint folders go."""
+        ``uri``); ``folder``: where its local source, staging and checkpoint folders go; ``recent_updates``: keys of
+        the previous batch every batch with updates also updates (on a merge-on-read table, log files in the
+        small file groups the daemon plans)."""
         self.worker = worker
+        self.recent_updates = recent_updates
         self.table = as_watched(table)
         self.name = name
         self.identifier = options["hoodie.datasource.write.streaming.checkpoint.identifier"]
@@ -106,6 +109,8 @@ class HudiStreamIngestor:
             updates = set(self.rng.sample(range(self.HOT_KEYS), 3))
             if first > self.HOT_KEYS and self.rng.random() < 0.25:
                 updates.add(self.rng.randrange(self.HOT_KEYS, first))
+            if first > self.HOT_KEYS:
+                updates |= set(self.rng.sample(range(first - self.INSERTS, first), self.recent_updates))
             ids += sorted(updates)
             self.stats.upsert_batches += 1
             self.stats.updated_keys += len(updates)
@@ -214,11 +219,11 @@ class HudiStreamIngestor:
         return self.worker.stream_stop(self.name)
 
     def committed_batches(self) -> int:
-        """How many batches the timeline holds completed commits of (from the streaming sink's checkpoint in each
-        commit's metadata): the batches readers must see, even while one waits for a lock."""
+        """How many batches the timeline holds completed commits (deltacommits) of (from the streaming sink's
+        checkpoint in each commit's metadata): the batches readers must see, even while one waits for a lock."""
         done = -1
         for f in instant_files(self.table.location):
-            if f.state == "completed" and f.action == "commit":
+            if f.state == "completed" and f.action in ("commit", "deltacommit"):
                 raw = (instant_metadata(f).get("extraMetadata") or {}).get(STREAM_CHECKPOINT_KEY)
                 if raw:
                     done = max(done, int(json.loads(raw).get(self.identifier, -1)))

@@ -77,6 +77,7 @@ class StreamCrashTarget:
     env: Mapping[str, str] = field(default_factory=dict)
     lock_identity: Callable[[str], str | None] = lambda _tag: None
     label: str = "hudi streaming crash points"
+    recent_updates: int = 0  # keys of the previous batch each batch with updates updates (HudiStreamIngestor)
 
 
 def _events(daemon: CrashableDaemon) -> dict[str, int]:
@@ -97,7 +98,8 @@ def run_stream_crash_points(target: StreamCrashTarget, tmp_path: Path, points: i
     print(f"\n{label}: seed={seed} points={points} (replay with CLUSTERD_CRASH_SEED={seed})", flush=True)
     run_started = time.monotonic()
     worker, table = target.worker, target.table
-    stream = HudiStreamIngestor(worker, tmp_path / "stream", table, seed, target.options)
+    stream = HudiStreamIngestor(worker, tmp_path / "stream", table, seed, target.options,
+                                recent_updates=target.recent_updates)
     table_name = f"crash_stream_{seed}_{uuid.uuid4().hex[:8]}"
     records: list[dict[str, Any]] = []
     deck: list[str] = []

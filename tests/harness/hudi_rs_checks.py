@@ -65,15 +65,20 @@ def without_file_name(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def assert_meta_consistent(base: Path | str, storage_options: Mapping[str, str] | None = None) -> int:
     """Meta columns agree with the file slice that holds them; record keys are unique. Returns the row count.
-    ``base``: a folder, or a URI reached with ``storage_options``."""
+    A record of a merge-on-read slice's log files names its file group (Hudi writes the file id as its
+    ``_hoodie_file_name`` in a log block) and is newer than the slice's base file; a record of the base file names
+    that file and is not newer. ``base``: a folder, or a URI reached with ``storage_options``."""
     t = hudi_table(base, storage_options)
     reader = t.create_file_group_reader_with_options()
     keys: list[str] = []
     for fs in t.get_file_slices():
         d = reader.read_file_slice(fs).to_pydict()
-        assert set(d["_hoodie_file_name"]) <= {fs.base_file_name}
+        allowed = {fs.base_file_name, fs.file_id} if fs.has_log_files else {fs.base_file_name}
+        assert set(d["_hoodie_file_name"]) <= allowed, (fs.file_id, set(d["_hoodie_file_name"]) - allowed)
         assert set(d["_hoodie_partition_path"]) <= {fs.partition_path}
-        assert all(ct <= fs.creation_instant_time for ct in d["_hoodie_commit_time"])
+        assert all(ct <= fs.creation_instant_time
+                   for name, ct in zip(d["_hoodie_file_name"], d["_hoodie_commit_time"], strict=True)
+                   if name == fs.base_file_name)
         keys += d["_hoodie_record_key"]
     assert len(keys) == len(set(keys)), "duplicate record keys in the snapshot"
     return len(keys)
@@ -136,14 +141,14 @@ def completed_clusterings(base: Path) -> list[str]:
 
 
 def assert_no_orphan_files(base: Path, *, at_rest: bool = False) -> int:
-    """Every data file is named by a write stat of a completed commit or replacecommit (files of failed or
-    rolled-back attempts are gone; replaced file groups stay until a cleaner runs), so it also belongs to a
+    """Every data file is named by a write stat of a completed commit, replacecommit or compaction (files of
+    failed or rolled-back attempts are gone; replaced file groups stay until a cleaner runs), so it also belongs to a
     completed instant. ``at_rest``: also no marker is left and no commit is pending. Returns how many files are
     named."""
     referenced: set[str] = set()
     hoodie = base / ".hoodie"
     table = HoodieTable.open(str(base))
-    for inst in table.timeline().commits().completed():
+    for inst in table.timeline().writes().completed():  # compactions too (their base files)
         referenced.update(ws.path for ws in table.timeline_store.commit_metadata(inst).write_stats() if ws.path)
     orphans = sorted(rel for f in base.rglob("*.parquet")
                      if not (rel := f.relative_to(base).as_posix()).startswith(".hoodie") and rel not in referenced)

@@ -1,6 +1,9 @@
 """The mission's scenario, shared by its local and its S3 tests (tests/interop/test_streaming_beside_daemon*.py): a
 Structured Streaming query writing ``format("hudi")`` while a real ``hudi-clusterd run`` process clusters the same
-table beside it, then exact reads by Hudi and hudi-rs and Hudi's metadata table checked against storage.
+table beside it, then exact reads by Hudi and hudi-rs and Hudi's metadata table checked against storage. The table
+is copy-on-write (one ``commit`` per micro-batch) or, with :data:`MOR_WRITER_EXTRA`, merge-on-read (one
+``deltacommit`` per micro-batch, updates appended as log files, Hudi's inline compaction every few deltacommits);
+on a merge-on-read table :func:`log_clusterings` counts the clusterings whose plans merged log files.
 
 The stream reads JSON-lines files dropped into its source folder, one file per micro-batch; each file inserts new
 keys and upserts earlier ones across three partitions, so the expected key → latest value map after every batch is
@@ -32,7 +35,10 @@ from tests.harness.daemon_harness import (
     Table,
     clusterings,
     completed,
+    instant_files,
+    instant_metadata,
     pending_clusterings,
+    replacecommits,
     table_version,
     wait_for,
 )
@@ -68,7 +74,49 @@ CLUSTERING_POLICY: Mapping[str, str] = {
     "hoodie.clustering.plan.strategy.target.file.max.bytes": "2097152",
 }
 
+# The stream's writer options on a merge-on-read table (beside STREAM_WRITER_EXTRA): updates go to log files, and
+# Hudi compacts inline every 5 deltacommits (its streaming sink's async compaction off, so compaction runs in the
+# micro-batch that schedules it, a "commit" on the timeline). Every 5, not 3: the daemon leaves out the file groups
+# the last 2 deltacommits updated (hot), and a batch's groups are updated by the next batch, so compacting every 3
+# deltacommits compacts (on table version 8 and 9, where a pending clustering does not hold compaction back) nearly
+# every log file before the daemon may plan its group
+MOR_WRITER_EXTRA: Mapping[str, str] = {
+    "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+    "hoodie.datasource.compaction.async.enable": "false",
+    "hoodie.compact.inline": "true",
+    "hoodie.compact.inline.max.delta.commits": "5",
+}
+
 State = dict[int, tuple[str, int, int]]
+
+
+def write_action(options: Mapping[str, str]) -> str:
+    """The action of an ingestion write with the writer ``options``: ``deltacommit`` on a merge-on-read table."""
+    mor = options.get("hoodie.datasource.write.table.type", "COPY_ON_WRITE") == "MERGE_ON_READ"
+    return "deltacommit" if mor else "commit"
+
+
+def compactions(table: Table) -> list[str]:
+    """Completed compactions of a merge-on-read table (its only ``commit`` instants)."""
+    return completed(table, "commit")
+
+
+def log_clusterings(table: Table) -> dict[str, int]:
+    """Completed clusterings whose requested plan had slices with log files (``deltaFilePaths``) in file groups
+    the clustering replaced: instant time -> how many such slices."""
+    done = {t: meta for t, meta in replacecommits(table).items() if meta.get("operationType") == "CLUSTER"}
+    out: dict[str, int] = {}
+    for f in instant_files(table):
+        if f.state != "requested" or f.time not in done:
+            continue
+        replaced = {(part, fid) for part, ids in (done[f.time].get("partitionToReplaceFileIds") or {}).items()
+                    for fid in ids}
+        plan = (instant_metadata(f).get("clusteringPlan") or {})
+        merged = [s for g in plan.get("inputGroups") or [] for s in g.get("slices") or []
+                  if s.get("deltaFilePaths") and (s.get("partitionPath") or "", s.get("fileId")) in replaced]
+        if merged:
+            out[f.time] = len(merged)
+    return out
 
 
 def make_batch(number: int, rng: random.Random, state: State) -> list[dict[str, Any]]:
@@ -117,33 +165,38 @@ class StreamRun:
 
     states: list[State] = field(default_factory=list)
     commit_of: list[str] = field(default_factory=list)
+    action: str = "commit"  # of each micro-batch's instant
     log_start: int = 0
     daemon: DaemonProcess | None = None
     seconds: float = 0.0
 
 
 def run_stream_beside_daemon(worker: HudiWorker, table: Table, work: Path, options: Mapping[str, str],
-                             start_daemon: Callable[[], DaemonProcess], length: tuple[int, int]) -> StreamRun:
-    """Stream micro-batches into ``table`` through ``worker`` with the writer ``options``, one commit each, the
-    daemon (``start_daemon``, called once the first batch committed) clustering beside it, until at least
-    ``length`` = (micro-batches, completed clusterings) were reached; then stop the stream, wait for the daemon's
-    pending plans and stop it with SIGTERM (it must exit 0). ``work``: a folder for the source, the staging area,
-    the checkpoint and the schema sample."""
+                             start_daemon: Callable[[], DaemonProcess], length: tuple[int, int],
+                             reached: Callable[[], bool] | None = None) -> StreamRun:
+    """Stream micro-batches into ``table`` through ``worker`` with the writer ``options``, one commit (or
+    deltacommit) each, the daemon (``start_daemon``, called once the first batch committed) clustering beside it,
+    until at least ``length`` = (micro-batches, completed clusterings) were reached and ``reached`` (more the
+    caller waits for) says so; then stop the stream, wait for the daemon's pending plans and stop it with SIGTERM
+    (it must exit 0). ``work``: a folder for the source, the staging area, the checkpoint and the schema sample."""
     min_batches, min_clusterings = length
+
+    def enough() -> bool:
+        return len(clusterings(table, replaced=True)) >= min_clusterings and (reached is None or reached())
+
     started = time.monotonic()
     source, staging = work / "source", work / "staging"
     source.mkdir()
     staging.mkdir()
     sample = work / "schema.parquet"
     pq.write_table(pa.Table.from_pylist([], schema=SCHEMA), sample)
-    run = StreamRun(log_start=worker.log_offset())
+    run = StreamRun(log_start=worker.log_offset(), action=write_action(options))
     rng = random.Random(14)
     worker.stream_start("events", source_dir=source, schema_from=sample, base_path=hudi_path(table),
                         checkpoint_dir=work / "checkpoint", options=options, source_format="json")
     try:
         number = 0
-        while number < min_batches or (
-                len(clusterings(table, replaced=True)) < min_clusterings and number < MAX_BATCHES):
+        while number < min_batches or (not enough() and number < MAX_BATCHES):
             before = run.states[-1] if run.states else {}
             rows = make_batch(number, rng, before)
             run.states.append(apply(before, rows))
@@ -151,8 +204,8 @@ def run_stream_beside_daemon(worker: HudiWorker, table: Table, work: Path, optio
             status = worker.stream_status("events", wait_for_batches=number + 1, timeout=120)
             assert status["exception"] is None, status["exception"]
             assert status["batches"] == number + 1, status
-            new = [t for t in completed(table, "commit") if t not in run.commit_of]
-            assert len(new) == 1, (number, new)  # one commit per micro-batch
+            new = [t for t in completed(table, run.action) if t not in run.commit_of]
+            assert len(new) == 1, (number, new)  # one commit (deltacommit) per micro-batch
             run.commit_of.append(new[0])
             if run.daemon is None:  # the table exists once the first batch committed
                 run.daemon = start_daemon()
@@ -187,7 +240,7 @@ def check_scenario(worker: HudiWorker, table: Table, run: StreamRun, min_cluster
     # No micro-batch failed, not even once before a retry by Hudi's streaming sink
     failures = worker.failed_micro_batches(since=run.log_start)
     assert not failures, "\n".join(failures[:10])
-    assert len(completed(table, "commit")) == len(run.states)
+    assert len(completed(table, run.action)) == len(run.states)
     done = clusterings(table, replaced=True)
     assert len(done) >= min_clusterings, (done, len(run.states))
 

@@ -11,6 +11,11 @@ stream's source folder and checkpoint are local). The daemon is given the writer
 file, the S3 server's AWS variables (and the DynamoDB endpoint) in its environment, and the table's ``s3a://`` URI
 exactly as the writer has it.
 
+On a merge-on-read table (issue #34, must-show 3), Hudi 1.2.0 (table version 9) with the ZooKeeper lock: the
+stream's updates go to log files, Hudi compacts inline every few deltacommits, and the daemon's plans merge slices
+with their log files; beyond the checks above, at least 2 of its clusterings replaced file groups whose plan
+slices had log files, and at least 1 compaction completed.
+
 On DynamoDB and ZooKeeper no writer deletes a lock the daemon holds (the local test's lock-file case), so the
 daemon must log no error at all. It must also show it took the shared lock: its log names the writers' lock (the
 DynamoDB table and partition key, or the ZooKeeper lock path) at every acquisition, every completed clustering
@@ -47,16 +52,20 @@ from tests.harness.hudi_versions import HUDI_0_15, HUDI_1_2_V9, HudiSetup
 from tests.harness.streaming_scenario import (
     CLUSTERING_POLICY,
     LENGTHS,
+    MOR_WRITER_EXTRA,
     STREAM_WRITER_EXTRA,
     check_scenario,
+    compactions,
+    log_clusterings,
     run_stream_beside_daemon,
 )
 from tests.support import free_port
 
 pytestmark = [pytest.mark.hudi, pytest.mark.hudi_s3]
 
-CASES = [pytest.param(HUDI_0_15, "dynamodb", id="hudi-0.15-dynamodb"),
-         pytest.param(HUDI_1_2_V9, "zookeeper", id="hudi-1.2-v9-zookeeper")]
+CASES = [pytest.param(HUDI_0_15, "dynamodb", False, id="hudi-0.15-dynamodb"),
+         pytest.param(HUDI_1_2_V9, "zookeeper", False, id="hudi-1.2-v9-zookeeper"),
+         pytest.param(HUDI_1_2_V9, "zookeeper", True, id="hudi-1.2-v9-zookeeper-mor")]
 LOCK_KEY = "events"  # Hudi's inferred DynamoDB partition key and ZooKeeper lock key: the table's name
 POLL_S = 0.02
 
@@ -95,9 +104,9 @@ def lock_service(request: pytest.FixtureRequest) -> Iterator[tuple[str, Any]]:
 
 
 @pytest.mark.parametrize("length", LENGTHS)
-@pytest.mark.parametrize(("setup", "lock"), CASES)
+@pytest.mark.parametrize(("setup", "lock", "mor"), CASES)
 def test_streaming_ingestion_and_the_daemon_share_a_table_on_s3(
-        setup: HudiSetup, lock: str, length: tuple[int, int], s3_hudi: Callable[[HudiSetup], HudiWorker],
+        setup: HudiSetup, lock: str, mor: bool, length: tuple[int, int], s3_hudi: Callable[[HudiSetup], HudiWorker],
         s3_server: Any, lock_service: tuple[str, Any], tmp_path: Path) -> None:
     started = time.monotonic()
     worker = s3_hudi(setup)
@@ -105,7 +114,8 @@ def test_streaming_ingestion_and_the_daemon_share_a_table_on_s3(
     uri = s3a_uri(s3_server.fresh_uri("stream"))
     table = StorageSpec(uri, s3_server.storage_options())
     lock_options = dynamodb_lock_options(server) if lock == "dynamodb" else zookeeper_lock_options(server)
-    options = s3_writer_options(setup, "events", lock_options, extra=STREAM_WRITER_EXTRA)
+    options = s3_writer_options(setup, "events", lock_options,
+                                extra={**STREAM_WRITER_EXTRA, **(MOR_WRITER_EXTRA if mor else {})})
     (tmp_path / "conf").mkdir()  # the folder the daemon watches for changes of its properties, not its log's
     props = tmp_path / "conf" / "clusterd.properties"
     # the writers' lock keys as the daemon's defaults; debug logging names the lock at every acquisition
@@ -120,8 +130,9 @@ def test_streaming_ingestion_and_the_daemon_share_a_table_on_s3(
         poller = LockPoller(lambda: set(zookeeper_lock_nodes(client, LOCK_KEY)))
     thread = poller.start()
     try:
+        reached = (lambda: len(log_clusterings(table)) >= length[1] and len(compactions(table)) >= 1) if mor else None
         run = run_stream_beside_daemon(worker, table, tmp_path, options,
-                                       lambda: DaemonProcess(props, tmp_path / "daemon.log", env=env), length)
+                                       lambda: DaemonProcess(props, tmp_path / "daemon.log", env=env), length, reached)
     finally:
         poller.stop(thread)
         if lock == "zookeeper":
@@ -153,7 +164,15 @@ def test_streaming_ingestion_and_the_daemon_share_a_table_on_s3(
 
     done = check_scenario(worker, table, run, length[1], f"stream_s3_{lock}_{len(run.states)}_{int(started)}",
                           rs_options=s3_storage_options(s3_server))
-    print(f"{setup.name} + {lock} on S3: {len(run.states)} batches, {len(done)} clusterings "
+    mor_figures = ""
+    if mor:
+        merged, compacted = log_clusterings(table), compactions(table)
+        assert len(merged) >= length[1], (merged, done)
+        assert compacted, "no compaction completed"
+        mor_figures = (f" ({len(merged)} with log files, {sum(merged.values())} slices with logs; "
+                       f"{len(compacted)} compactions)")
+    print(f"{setup.name} + {lock} on S3{' (MOR)' if mor else ''}: {len(run.states)} batches, {len(done)} clusterings"
+          f"{mor_figures} "
           f"(and {len(clusterings(table, replaced=False))} that lost every group), {len(run.states[-1])} keys, "
           f"{len(taken)} lock acquisitions by the daemon ({len(poller.seen & ours)} seen by the poller in "
           f"{poller.reads} reads), stream and daemon {run.seconds:.0f}s (with set-up {stream_seconds:.0f}s), "

@@ -109,11 +109,12 @@ class TableSnapshot:
 
 def _unsettled(table: HoodieTable, timeline: Timeline, view: FileSystemView,
                files: Sequence[BaseFile | LogFile]) -> frozenset[FileGroupId]:
-    """File groups whose newest committed file (by the completed instants' write stats: a base file, or the log
-    file a deltacommit appended to) is not in ``files``."""
+    """File groups whose newest committed file (by the completed writes' write stats: a base file, the log file a
+    deltacommit appended to, or a compaction's base file, which timeline layout 2 keeps under its compaction
+    action) is not in ``files``."""
     listed = {f.relative_path for f in files}
     newest: dict[FileGroupId, tuple[str, str]] = {}
-    for inst in timeline.commits().completed():
+    for inst in timeline.writes().completed():
         for ws in table.timeline_store.commit_metadata(inst).write_stats():
             if not ws.file_id or not ws.path:
                 continue

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_clusterd.domain.commit import WriteStat
+from hudi_clusterd.domain.commit import CommitMetadata, Operation, WriteStat
 from hudi_clusterd.domain.instant import Action, Instant, State, format_instant_time
 from hudi_clusterd.domain.plan import ClusteringPlan, PendingPlan, RequestedReplaceMetadata
 from hudi_clusterd.domain.planner import PLANNED_AGAINST_KEY, SCHEDULER_KEY, scheduled_by_us
@@ -180,3 +180,29 @@ def test_files_written_after_another_writer_rolled_back_our_plan_are_deleted(tmp
     assert not late.exists()
     assert not (gen.base / ".hoodie" / ".temp" / t).exists()
     assert not (gen.base / heartbeat_path(t)).exists()
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_compaction_whose_base_file_the_listing_missed_leaves_its_group_unsettled(tmp_path: Path,
+                                                                                     version: int) -> None:
+    """A compaction (a merge-on-read table's writer compacting a file slice) that completed between the daemon's
+    listing and its read of the timeline wrote a base file the listing lacks: its file group is unsettled (left out
+    of plans until the next listing), as for a commit's or a deltacommit's file. Table version 6 reads the completed
+    compaction as a commit, versions 8 and 9 as a compaction."""
+    gen = TableGen(tmp_path / "t", table_version=version)
+    for i in range(2):
+        gen.commit({"p1": [float(i)], "p2": [float(i)]})
+    listing = gen.table.scan_files()
+    group = next(bf for bf in listing.base_files if bf.partition_path == "p1")
+    t = gen.next_time()
+    store = gen.table.timeline_store
+    store.create(Instant(t, Action.COMPACTION, State.REQUESTED))
+    store.create(Instant(t, Action.COMPACTION, State.INFLIGHT))
+    path = f"p1/{group.file_id}_0-1-2_{t}.parquet"
+    stat = WriteStat(group.file_id, path, "p1", num_writes=1, num_update_writes=1, total_write_bytes=10,
+                     file_size_in_bytes=10)
+    meta = CommitMetadata({"p1": (stat,)}, {}, Operation.COMPACT)
+    store.create(Instant(t, Action.COMPACTION, State.COMPLETED), store.serde.encode_commit(meta))
+    snapshot = TableSnapshot.load(gen.table, listing)
+    assert [i.time for i in snapshot.timeline.writes().completed()][-1] == t
+    assert snapshot.unsettled == {("p1", group.file_id)}
