@@ -238,8 +238,8 @@ class TableConfig:
 
     @property
     def clustering_blocks_compaction(self) -> bool:
-        """Whether a pending clustering keeps Apache Hudi from scheduling compaction: on a merge-on-read table of
-        version 6 (hudi-mor-reference §4.2)."""
+        """Whether a pending clustering can keep Apache Hudi from scheduling compaction: on a merge-on-read table
+        of version 6, for a single writer with EAGER failed-writes cleaning (hudi-mor-reference §4.2)."""
         return self.merge_on_read and self.version == 6
 
     def _check_mergeable(self, source: str) -> None:

@@ -96,7 +96,7 @@ class TableObserved:
     files: int
     small_files: int
     compaction_blocked_s: float = 0.0
-    """How long a pending clustering has kept Hudi from scheduling compaction (a version-6 merge-on-read table)."""
+    """How long a pending clustering may have kept Hudi from scheduling compaction (a version-6 merge-on-read table)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,8 +97,9 @@ class TableSnapshot:
         return max(ages) if ages else None
 
     def compaction_blocked_s(self, now: datetime | None = None) -> float:
-        """How long the oldest pending clustering has kept Apache Hudi from scheduling compaction: on a
-        merge-on-read table of version 6 any pending clustering does (hudi-mor-reference §4.2); 0 otherwise."""
+        """How long the oldest pending clustering may have kept Apache Hudi from scheduling compaction: on a
+        merge-on-read table of version 6 any pending clustering does for a single writer with EAGER failed-writes
+        cleaning (hudi-mor-reference §4.2; the writer settings beside the daemon avoid it); 0 otherwise."""
         if not self.table.config.clustering_blocks_compaction:
             return 0.0
         return self.oldest_pending_age_s(now) or 0.0

@@ -83,8 +83,8 @@ class Metrics:
             "Age of the oldest pending clustering plan (0 when there is none).",
         )
         self.compaction_blocked = _gauge(reg, "pending_clustering_blocks_compaction_seconds", t, (
-            "On a merge-on-read table of version 6: how long the oldest pending clustering has kept Apache Hudi "
-            "from scheduling compaction (0 otherwise)."))
+            "On a merge-on-read table of version 6: the age of the oldest pending clustering, which keeps Apache "
+            "Hudi writers in single-writer mode with EAGER cleaning from scheduling compaction (0 otherwise)."))
         self.plans_scheduled = _counter(
             reg, "plans_scheduled_total", t, "Clustering plans written as requested replacecommits."
         )
@@ -192,7 +192,7 @@ class Metrics:
         self.oldest_pending_plan_age.labels(table=table).set((oldest_age_seconds or 0.0) if count else 0.0)
 
     def set_compaction_blocked(self, table: str, seconds: float) -> None:
-        """How long a pending clustering has kept Hudi from scheduling compaction on ``table``."""
+        """How long a pending clustering may have kept Hudi from scheduling compaction on ``table``."""
         self._touch(table)
         self.compaction_blocked.labels(table=table).set(seconds)
 
