@@ -203,10 +203,14 @@ def merge_file_slice(base: pa.Table | None, blocks: Sequence[DecodedBlock], *, c
     base_source = len(batches)
     if base_table is not None:
         columns = _Columns(base_table, rule, "base file")
+        deleted = columns.deleted
         for row, key in enumerate(columns.keys):
             log = held.pop(key, None)
-            winner = columns.held(base_source, row) if log is None \
-                else _over_base(rule, columns.held(base_source, row), log)
+            if log is None:  # no log record: the base row stands unless it is itself a delete
+                if not deleted[row]:
+                    picks.append((base_source, row))
+                continue
+            winner = _over_base(rule, columns.held(base_source, row), log)
             if not winner.deleted:
                 picks.append((winner.source, winner.row))
     picks += [(h.source, h.row) for h in held.values() if not h.deleted]
