@@ -242,7 +242,9 @@ def ensure_memory_table(cache: Path, installation: Any, inserts: Sequence[Path],
     base = base.slice(0, min(rows, base.num_rows))
     pq.write_table(base, scratch / "insert.parquet")
     setup = installation.setup
-    options = {**writer_options(setup, "insert"), "hoodie.copyonwrite.insert.split.size": str(10 * base.num_rows)}
+    # one file group: inserts are bucketed by hoodie.parquet.max.file.size / the record size estimate (1 KiB)
+    options = {**writer_options(setup, "insert"), "hoodie.copyonwrite.insert.split.size": str(10 * base.num_rows),
+               "hoodie.copyonwrite.record.size.estimate": "64"}
     say(f"Apache Hudi {setup.hudi_version} writes {cache.name}: one file group of {base.num_rows:,} rows, upserts "
         f"of every key until its logs reach {log_mib:g} MiB ...")
     with HudiWorker(installation, scratch=work / "hudi-build", startup_timeout=600) as hudi:
@@ -435,14 +437,15 @@ def snapshot_check(installation: Any, s: Setting, original: Path, outputs: Mappi
 def memory_case(cache: Path, s: Setting, meter: CpuMeter, strategy: str) -> dict[str, Any]:
     from hudi_clusterd.table.hoodie_table import HoodieTable
 
-    [piece] = [fs for fs in HoodieTable.open(str(cache)).file_system_view().latest_file_slices() if fs.log_files]
+    slices = [fs for fs in HoodieTable.open(str(cache)).file_system_view().latest_file_slices() if fs.log_files]
+    piece = max(slices, key=lambda fs: sum(lf.size for lf in fs.log_files))  # one, unless Hudi split the insert
     assert piece.base_file is not None
     base_rel, log_rels = piece.base_file.relative_path, [lf.relative_path for lf in piece.log_files]
     logs = total_bytes([cache / r for r in log_rels])
     base = (cache / base_rel).stat().st_size
     rows = pq.ParquetFile(cache / base_rel).metadata.num_rows
-    say(f"memory case: one slice, base file {base / MIB:.1f} MiB ({rows:,} rows), {len(log_rels)} log files "
-        f"{logs / MIB:.1f} MiB")
+    say(f"memory case: {len(slices)} slice(s) with logs; the largest: base file {base / MIB:.1f} MiB "
+        f"({rows:,} rows), {len(log_rels)} log files {logs / MIB:.1f} MiB")
     spec = {"table": str(cache), "base": base_rel, "logs": log_rels}
     proc = subprocess.run([sys.executable, "-c", _MERGE_CHILD, str(REPO / "daemon"), json.dumps(spec)],
                           capture_output=True, text=True, env=cow.child_env(), timeout=CASE_TIMEOUT_S)
