@@ -173,12 +173,14 @@ class RssPeaks:
     python: int = 0
     jvm: int = 0
     workers: int = 0  # the Spark Python workers (below the driver JVM, or below standalone executors), summed
+    worker_max: int = 0  # the largest one Spark Python worker reached alone
     executor: int = 0  # a standalone executor JVM (not ours: the worker's child), when there is one
     samples: int = 0
 
     def to_dict(self) -> dict[str, float]:
         return {"driver_mib": round(self.driver / MIB, 1), "python_mib": round(self.python / MIB, 1),
                 "jvm_mib": round(self.jvm / MIB, 1), "python_workers_mib": round(self.workers / MIB, 1),
+                "python_worker_max_mib": round(self.worker_max / MIB, 1),
                 "executor_jvm_mib": round(self.executor / MIB, 1), "samples": self.samples}
 
 
@@ -241,7 +243,9 @@ def sample_rss(interval_s: float = SAMPLE_INTERVAL_S, child: bool = False, root:
             peaks.executor = max(peaks.executor, sum(rss_bytes(pid) for pid in executors))
             py = rss_bytes(driver) if driver is not None else 0
             jv = rss_bytes(jvm) if jvm is not None else 0
-            wk = sum(rss_bytes(pid) for pid in workers)
+            each = [rss_bytes(pid) for pid in workers]
+            wk = sum(each)
+            peaks.worker_max = max(peaks.worker_max, *each, 0)
             peaks.python, peaks.jvm = max(peaks.python, py), max(peaks.jvm, jv)
             peaks.driver, peaks.workers = max(peaks.driver, py + jv), max(peaks.workers, wk)
             peaks.samples += 1

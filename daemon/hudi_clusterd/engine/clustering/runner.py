@@ -2,7 +2,7 @@
 
 Each group: a job group named after table, instant and group (visible in the Spark UI, cancellable), its own
 FAIR scheduler pool (one long group does not starve the others), a read of exactly the plan's base files (a
-slice with log files read merged, one task per slice, under the `SliceMerge` the caller gives: `merged`), the
+slice with log files read merged, in tasks of their own, under the `SliceMerge` the caller gives: `merged`), the
 layout sort of the plan's work order (linear, Z-order or Hilbert), and a write of new file groups near the
 work order's target size: the tasks that write them are counted from a sample written as the output will be
 (not from the plan's ``numOutputFileGroups``), and each task cuts its rows into files by their measured size.

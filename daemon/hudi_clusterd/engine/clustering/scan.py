@@ -7,10 +7,12 @@ in the Python workers keeps the rows Arrow from the files to the writer.
 `GroupScan.map_files` returns the DataFrame ``spark.range(tasks)`` → ``mapInArrow``: task ``i`` reads the files
 `assign_files` gives it, in plan order, in batches of `BATCH_ROWS`, conforms every batch to the group's merged
 Spark schema (`conform`: columns in schema order, missing ones null, types cast, INT96 read as microseconds) and
-passes them to the caller's function. A file slice with log files is a task of its own after those: it reads
-the slice's base and log files merged (`merged`, under the `SliceMerge` in the closure; one slice's merge in a
-task's memory at a time) and conforms the merged rows the same way. The assignment is fixed in the closure, so a
-retried task reads exactly what the failed attempt read. Data never passes through the driver.
+passes them to the caller's function. The file slices with log files are read by tasks of their own after those
+(`merged_tasks`: at most `TASKS_PER_CORE` per core, the slices dealt to them in turn): each reads its slices'
+base and log files merged, one slice after the other (`merged`, under the `SliceMerge` in the closure; one
+slice's merge in a task's memory at a time), and conforms the merged rows the same way. The assignment is fixed
+in the closure, so a retried task reads exactly what the failed attempt read. Data never passes through the
+driver.
 """
 
 from __future__ import annotations
@@ -60,6 +62,14 @@ def scan_tasks(sizes: Sequence[int], parallelism: int) -> int:
         return 1
     wanted = max(TASKS_PER_CORE * max(1, parallelism), math.ceil(sum(sizes) / SPLIT_BYTES))
     return max(1, min(len(sizes), wanted))
+
+
+def merged_tasks(slices: int, parallelism: int) -> list[list[int]]:
+    """Indices of the slices with log files each of their tasks merges: as many tasks as `scan_tasks` allows for
+    cores (never more than one per slice), the slices dealt in turn (sizes are not known before the merge),
+    each task's in plan order. Every slice is assigned exactly once."""
+    tasks = min(slices, TASKS_PER_CORE * max(1, parallelism))
+    return [list(range(t, slices, tasks)) for t in range(tasks)]
 
 
 def assign_files(sizes: Sequence[int], tasks: int) -> list[list[int]]:
@@ -155,26 +165,29 @@ class GroupScan:
         if columns is not None:
             arrow_schema = pa.schema([arrow_schema.field(name) for name in columns])
         sizes = [f.size for f in self.files]
-        base_tasks = scan_tasks(sizes, default_parallelism(self.spark)) if sizes or not merged else 0
+        parallelism = default_parallelism(self.spark)
+        base_tasks = scan_tasks(sizes, parallelism) if sizes or not merged else 0
         assignment = [[self.files[i].path for i in files] for files in assign_files(sizes, base_tasks)] \
             if base_tasks else []
-        tasks = base_tasks + len(merged)
+        merged_assignment = merged_tasks(len(merged), parallelism)
+        tasks = base_tasks + len(merged_assignment)
         spec = self.storage
 
         def read_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             storage = open_storage(spec)
 
             def conformed() -> Iterator[pa.RecordBatch]:
-                for batch in batches:  # one row per task: its index in `assignment`, then in `merged`
+                for batch in batches:  # one row per task: its index in `assignment`, then in `merged_assignment`
                     for task in batch.column(0).to_pylist():
                         if task < len(assignment):
                             for rel in assignment[task]:
                                 yield from read_conformed(storage, rel, arrow_schema)
                             continue
-                        piece = merged[task - len(assignment)]
-                        source = storage.full_path(piece.source)
-                        for rows in merged_batches(storage, piece, merge, BATCH_ROWS):  # type: ignore[arg-type]
-                            yield conform(rows, arrow_schema, source)
+                        for index in merged_assignment[task - len(assignment)]:
+                            piece = merged[index]
+                            source = storage.full_path(piece.source)
+                            for rows in merged_batches(storage, piece, merge, BATCH_ROWS):  # type: ignore[arg-type]
+                                yield conform(rows, arrow_schema, source)
 
             return fn(conformed())
 

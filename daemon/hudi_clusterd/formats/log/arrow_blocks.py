@@ -26,6 +26,10 @@ from hudi_clusterd.errors import ClusterdError, LogFileError
 from hudi_clusterd.formats.avro_schema import avro_to_arrow
 from hudi_clusterd.formats.log.block import BlockType, HeaderKey, LogBlock
 
+AVRO_CHUNK_RECORDS = 16_384
+"""Records of an AVRO_DATA block decoded into Python objects before they become Arrow: a block of a million records
+never lives whole as Python dicts (about 1 KB each), only as Arrow."""
+
 
 @lru_cache(maxsize=32)
 def _parsed(schema_json: str) -> Any:
@@ -80,7 +84,11 @@ def avro_block_batch(block: LogBlock, *, where: str, reader_schema: str | None =
         raise LogFileError(f"{where}: AVRO_DATA block version {version} with {count} records is not read")
     pos = 8
     rows: list[Any] = []
+    batches: list[pa.RecordBatch] = []
     for i in range(count):
+        if len(rows) == AVRO_CHUNK_RECORDS:
+            batches.append(_records_batch(rows, schema, where))
+            rows = []
         if pos + 4 > len(content):
             raise LogFileError(f"{where}: AVRO_DATA record {i} of {count} runs past the block")
         length = struct.unpack_from(">i", content, pos)[0]
@@ -95,6 +103,11 @@ def avro_block_batch(block: LogBlock, *, where: str, reader_schema: str | None =
         pos += 4 + length
     if pos != len(content):
         raise LogFileError(f"{where}: AVRO_DATA block has {len(content) - pos} stray bytes after its records")
+    batches.append(_records_batch(rows, schema, where))
+    return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+
+
+def _records_batch(rows: list[Any], schema: pa.Schema, where: str) -> pa.RecordBatch:
     try:
         return pa.RecordBatch.from_pylist(rows, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:

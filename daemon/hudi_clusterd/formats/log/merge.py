@@ -23,8 +23,10 @@ Memory: the base table, each applied data block's batch (shaped to the output sc
 record key found in the logs (the winner's place and ordering value) are held until the end.
 
 An ordering value's class (for the DELETE block rules) comes from the ordering column's Arrow type: 8-, 16- and
-32-bit integers are Integer, 64-bit integers and timestamps Long, then Float, Double, String, Boolean, bytes,
-Date and Decimal. A missing ordering value (null, or no ordering field) never loses to the held record.
+32-bit integers are Integer, 64-bit integers and timestamps Long (a timestamp compared as its integer in the
+column's unit, as Hudi's Avro records hold it and as a DELETE block's Long holds it), then Float, Double, String,
+Boolean, bytes, Date and Decimal. A missing ordering value (null, or no ordering field) never loses to the held
+record.
 """
 
 from __future__ import annotations
@@ -155,8 +157,11 @@ class _Columns:
         self.keys: list[str] = batch.column(RECORD_KEY).to_pylist()
         field = rule.ordering_field
         if field and field in names:
-            self.ordering: list[object] = batch.column(field).to_pylist()
-            self.kind = _kind_of(batch.schema.field(field).type)
+            column = batch.column(field)
+            self.kind = _kind_of(column.type)
+            if pa.types.is_timestamp(column.type):  # a Long, as Hudi compares it (and as fast as integers)
+                column = column.cast(pa.int64())
+            self.ordering: list[object] = column.to_pylist()
         else:
             self.ordering, self.kind = [None] * batch.num_rows, "none"
         self.deleted: list[bool] = ([v is True for v in batch.column(IS_DELETED).to_pylist()]
@@ -200,10 +205,14 @@ def merge_file_slice(base: pa.Table | None, blocks: Sequence[DecodedBlock], *, c
     base_source = len(batches)
     if base_table is not None:
         columns = _Columns(base_table, rule, "base file")
+        deleted = columns.deleted
         for row, key in enumerate(columns.keys):
             log = held.pop(key, None)
-            winner = columns.held(base_source, row) if log is None \
-                else _over_base(rule, columns.held(base_source, row), log)
+            if log is None:  # no log record: the base row stands unless it is itself a delete
+                if not deleted[row]:
+                    picks.append((base_source, row))
+                continue
+            winner = _over_base(rule, columns.held(base_source, row), log)
             if not winner.deleted:
                 picks.append((winner.source, winner.row))
     picks += [(h.source, h.row) for h in held.values() if not h.deleted]

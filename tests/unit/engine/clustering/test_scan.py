@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hudi_clusterd.engine.clustering.scan import SPLIT_BYTES, assign_files, conform, read_conformed, scan_tasks
+from hudi_clusterd.engine.clustering.scan import (
+    SPLIT_BYTES,
+    assign_files,
+    conform,
+    merged_tasks,
+    read_conformed,
+    scan_tasks,
+)
 from hudi_clusterd.errors import ExecutionError
 from hudi_clusterd.storage import open_storage
 
@@ -36,6 +43,15 @@ def test_assign_files_assigns_each_file_once_in_order_and_balances(sizes: list[i
     loads = [sum(sizes[i] for i in files) for files in assigned]
     if sizes:  # greedy largest-first: no task exceeds the lightest by more than the largest file
         assert max(loads) - min(loads) <= max(sizes)
+
+
+@given(st.integers(min_value=0, max_value=60), st.integers(min_value=1, max_value=8))
+def test_merged_tasks_deal_each_slice_once_in_order_at_most_two_tasks_per_core(slices: int, cores: int) -> None:
+    tasks = merged_tasks(slices, cores)
+    assert len(tasks) == min(slices, 2 * cores)
+    assert sorted(i for t in tasks for i in t) == list(range(slices))
+    assert all(t == sorted(t) and t for t in tasks)
+    assert max(map(len, tasks), default=0) - min(map(len, tasks), default=0) <= 1
 
 
 def test_assign_files_refuses_zero_tasks() -> None:

@@ -27,6 +27,7 @@ from hudi_clusterd.formats.log import (
     read_data_log,
     rollback_block,
 )
+from hudi_clusterd.formats.log.arrow_blocks import AVRO_CHUNK_RECORDS
 from tests.harness.mor_logs import avro_block, delete_block, ordering_bytes, parquet_block, record_schema
 
 SOURCE = "/t/p/.f1-0_20240101000000000.log.1_0-1-2"
@@ -63,6 +64,15 @@ def test_avro_records_are_resolved_to_the_reader_schema() -> None:
 def test_avro_records_read_with_their_own_schema_without_a_reader_schema() -> None:
     [block] = read_data_log(_log(avro_block("1", OLD, [ROW])), source=SOURCE)
     assert isinstance(block, DataBlock) and block.records.schema.names == [f["name"] for f in OLD["fields"]]
+
+
+def test_a_block_of_more_records_than_a_chunk_is_decoded_whole_in_order() -> None:
+    rows = [{**ROW, "_hoodie_record_key": f"k{i}", "v": i} for i in range(AVRO_CHUNK_RECORDS * 2 + 5)]
+    [block] = read_data_log(_log(avro_block("1", OLD, rows)), source=SOURCE)
+    assert isinstance(block, DataBlock) and block.records.num_rows == len(rows)
+    assert block.records.column("v").to_pylist() == list(range(len(rows)))
+    assert block.records.slice(AVRO_CHUNK_RECORDS, 1).to_pylist()[0] == {
+        **ROW, "_hoodie_record_key": f"k{AVRO_CHUNK_RECORDS}", "v": AVRO_CHUNK_RECORDS, "attrs": [("x", 1)]}
 
 
 def test_a_record_that_cannot_be_resolved_is_refused() -> None:

@@ -140,6 +140,20 @@ def test_a_delete_with_an_ordering_value_loses_only_to_a_greater_value_of_the_sa
     assert _merged(BASE, blocks, DEFAULT_015) == {"a": ("a2", "2")}  # 0.15: a delete always removes the base row
 
 
+def test_a_timestamp_ordering_meets_a_delete_blocks_long_as_its_integer_in_the_column_unit() -> None:
+    def rows(instant: str, *items: tuple[str, int, str]) -> pa.Table:
+        t = _rows(instant, *items)
+        return t.set_column(t.schema.get_field_index("ts"), "ts", t.column("ts").cast(pa.timestamp("us", tz="UTC")))
+
+    base = rows("1", ("a", 10, "a1"), ("b", 10, "b1"), ("c", 10, "c1"))
+    updates = rows("2", ("a", 20, "a2"), ("b", 20, "b2")).to_batches()[0]
+    blocks: list[DecodedBlock] = [DataBlock("log1", 0, "2", updates),
+                                  _delete("3", "a", "long", 15),  # a Long below the held 20 us: the record stays
+                                  _delete("3", "b", "long", 25),  # above it: deleted
+                                  _delete("3", "c", "long", 5)]  # below the base row's 10 us: EVENT_TIME keeps it
+    assert _merged(base, blocks) == {"a": ("a2", "2"), "c": ("c1", "1")}
+
+
 def test_a_record_after_a_delete_wins_by_natural_order_in_0_15_and_by_ordering_in_1_x() -> None:
     blocks: list[DecodedBlock] = [_delete("2", "a", "long", 30), _data("3", ("a", 25, "a3"))]
     assert _merged(BASE, blocks, OWL_015) == {"a": ("a3", "3"), "b": ("b1", "1"), "c": ("c1", "1")}
