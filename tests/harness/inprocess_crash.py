@@ -6,7 +6,9 @@ copy-on-write tables and ``tests/unit/ops/test_crash_points_mor.py`` on merge-on
 
 from __future__ import annotations
 
+import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +94,18 @@ def recover_table(base: Path, storage: FaultyStorage | None = None) -> list[str]
     except SimulatedCrash:
         ownership.die()
         raise
+
+
+def copies(source: Path, folder: Path) -> Callable[[], Path]:
+    """Factory: at each call a fresh copy of the table ``source`` in ``folder`` (``t1``, ``t2``, ...), one per
+    crash point."""
+    n = 0
+
+    def _copy() -> Path:
+        nonlocal n
+        n += 1
+        dest = folder / f"t{n}"
+        shutil.copytree(source, dest)
+        return dest
+
+    return _copy

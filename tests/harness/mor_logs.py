@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import struct
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hudi_clusterd.formats.avro import decode_ocf
 from hudi_clusterd.formats.log import BlockType, HeaderKey, LogBlock
 
 META = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
@@ -106,3 +109,19 @@ def delete_content(records: Sequence[tuple[str | None, str | None, bytes]], *, v
 def delete_block(instant: str, records: Sequence[tuple[str | None, str | None, bytes]]) -> LogBlock:
     """A DELETE block of version 3 of ``records`` (see ``delete_content``)."""
     return LogBlock(BlockType.DELETE, {HeaderKey.INSTANT_TIME: instant}, delete_content(records))
+
+
+COMPLETED_V9 = re.compile(r"(\d+)_\d+\.[a-z]+")  # a completed instant's file name on timeline layout 2
+
+
+def golden_compactions(table: Path) -> list[tuple[str, dict[str, Any], set[str]]]:
+    """Every compaction operation of a version-9 table's compaction plans: (compaction instant, the operation as
+    Hudi's plan holds it, the instants completed up to the compaction)."""
+    timeline = table / ".hoodie" / "timeline"
+    completed = {m.group(1) for p in timeline.iterdir() if (m := COMPLETED_V9.fullmatch(p.name))}
+    out = []
+    for requested in sorted(timeline.glob("*.compaction.requested")):
+        instant = requested.name.split(".")[0]
+        plan = decode_ocf(requested.read_bytes(), str(requested))
+        out += [(instant, op, {i for i in completed if i <= instant}) for op in plan["operations"]]
+    return out

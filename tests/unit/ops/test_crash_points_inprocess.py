@@ -34,7 +34,7 @@ from tests.builders import TableGen, make_policy
 from tests.harness.crash_harness import COLUMNS, assert_rows, check_recovered, completed_replace_files, hoodie_names
 from tests.harness.fault_storage import FaultyStorage, SimulatedCrash
 from tests.harness.hudi_rs_checks import hudi_rs_rows
-from tests.harness.inprocess_crash import LOCK, daemon_cycle, recover_table, take_over_lock
+from tests.harness.inprocess_crash import LOCK, copies, daemon_cycle, recover_table, take_over_lock
 
 POLICY = make_policy(**{"hoodie.clustering.plan.strategy.sort.columns": "x",
                         "hoodie.clustering.max.parallelism": "1"})
@@ -76,16 +76,7 @@ def pristine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 @pytest.fixture
 def fresh(pristine: Pristine, tmp_path: Path) -> Iterator[Any]:
     """Factory: a private copy of the pristine table for one crash point."""
-    n = 0
-
-    def _copy() -> Path:
-        nonlocal n
-        n += 1
-        dest = tmp_path / f"t{n}"
-        shutil.copytree(pristine.base, dest)
-        return dest
-
-    yield _copy
+    yield copies(pristine.base, tmp_path)
 
 
 def assert_clustered_once(base: Path, what: str) -> None:

@@ -35,7 +35,7 @@ from tests.builders import make_policy
 from tests.harness.crash_harness import assert_plans_disjoint, plan_file
 from tests.harness.crash_table import FileLockWatch
 from tests.harness.fault_storage import FaultyStorage, SimulatedCrash
-from tests.harness.inprocess_crash import daemon_cycle, recover_table
+from tests.harness.inprocess_crash import copies, daemon_cycle, recover_table
 from tests.harness.mor_tables import (
     GOLDEN,
     GOLDEN_META,
@@ -102,16 +102,7 @@ def pristine(request: pytest.FixtureRequest, golden_mor_tables: Path,
 
 @pytest.fixture
 def fresh(pristine: Pristine, tmp_path: Path) -> Callable[[], Path]:
-    n = 0
-
-    def _copy() -> Path:
-        nonlocal n
-        n += 1
-        dest = tmp_path / f"t{n}"
-        shutil.copytree(pristine.base, dest)
-        return dest
-
-    return _copy
+    return copies(pristine.base, tmp_path)
 
 
 def check_at_rest(base: Path, pristine: Pristine, what: str) -> None:

@@ -6,14 +6,11 @@ would have won had they been read, and every intact block after them applies."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_clusterd.formats.avro import decode_ocf
 from hudi_clusterd.formats.log import (
     CorruptBlock,
     DecodedBlock,
@@ -23,21 +20,9 @@ from hudi_clusterd.formats.log import (
     merge_file_slice,
     read_data_log,
 )
-from tests.harness.mor_logs import avro_block
+from tests.harness.mor_logs import avro_block, golden_compactions
 
-COMPLETED = re.compile(r"(\d+)_\d+\.[a-z]+")  # a completed instant's file name on timeline layout 2
 RULE = MergeRule.of_mode(MergeMode.EVENT_TIME, "txn_ts")
-
-
-def _compactions(table: Path) -> list[tuple[str, dict[str, Any], set[str]]]:
-    timeline = table / ".hoodie" / "timeline"
-    completed = {m.group(1) for p in timeline.iterdir() if (m := COMPLETED.fullmatch(p.name))}
-    out = []
-    for requested in sorted(timeline.glob("*.compaction.requested")):
-        instant = requested.name.split(".")[0]
-        plan = decode_ocf(requested.read_bytes(), str(requested))
-        out += [(instant, op, {i for i in completed if i <= instant}) for op in plan["operations"]]
-    return out
 
 
 def _winning_block(base: pa.Table, instant: str) -> bytes:
@@ -61,7 +46,7 @@ def test_torn_and_corrupt_blocks_in_golden_logs_are_skipped_and_the_merge_equals
         golden_mor_tables: Path) -> None:
     checked = corrupt = 0
     for table in sorted(golden_mor_tables.glob("v9_*")):
-        for instant, op, completed in _compactions(table):
+        for instant, op, completed in golden_compactions(table):
             partition = table / op["partitionPath"]
             base = pq.read_table(partition / op["dataFilePath"])
             logs = [(partition / name).read_bytes() for name in op["deltaFilePaths"]]

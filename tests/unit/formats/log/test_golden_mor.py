@@ -4,15 +4,12 @@ and our merge of each compaction plan's base and log files equals, value for val
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_clusterd.formats.avro import decode_ocf
 from hudi_clusterd.formats.log import (
     DataBlock,
     DecodedBlock,
@@ -28,10 +25,10 @@ from hudi_clusterd.formats.log import (
     scan_log_file,
 )
 from hudi_clusterd.formats.log.block import BlockType
+from tests.harness.mor_logs import golden_compactions
 
 G6 = "v6_simplekeygen_nonhivestyle_overwritetable"
 G6_FIRST, G6_SECOND = "20250121000647668", "20250121000656060"
-COMPLETED = re.compile(r"(\d+)_\d+\.[a-z]+")  # a completed instant's file name on timeline layout 2
 
 
 @pytest.fixture
@@ -96,17 +93,6 @@ def test_the_v6_parquet_block_table_decodes_and_merges_as_of_each_deltacommit(mo
             k: v for k, v in row.items() if k != "_hoodie_file_name"}
 
 
-def _compactions(table: Path) -> list[tuple[str, dict[str, Any], set[str]]]:
-    timeline = table / ".hoodie" / "timeline"
-    completed = {m.group(1) for p in timeline.iterdir() if (m := COMPLETED.fullmatch(p.name))}
-    out = []
-    for requested in sorted(timeline.glob("*.compaction.requested")):
-        instant = requested.name.split(".")[0]
-        plan = decode_ocf(requested.read_bytes(), str(requested))
-        out += [(instant, op, {i for i in completed if i <= instant}) for op in plan["operations"]]
-    return out
-
-
 def _sorted(t: pa.Table) -> pa.Table:
     return t.select([n for n in t.column_names if n != "_hoodie_file_name"]).sort_by("_hoodie_record_key")
 
@@ -114,7 +100,7 @@ def _sorted(t: pa.Table) -> pa.Table:
 def test_our_merge_of_every_golden_compaction_plan_equals_hudis_compacted_base_file(mor_tables: Path) -> None:
     checked = rows = changed = 0
     for table in sorted(mor_tables.glob("v9_*")):
-        for instant, op, completed in _compactions(table):
+        for instant, op, completed in golden_compactions(table):
             partition = table / op["partitionPath"]
             base = pq.read_table(partition / op["dataFilePath"])
             blocks = _blocks([partition / name for name in op["deltaFilePaths"]])
