@@ -73,7 +73,8 @@ def merge_slice(storage: Storage, piece: MergedSlice, merge: SliceMerge) -> pa.T
     schema = None
     if base is not None and merge.table_schema:
         latest = arrow_schema_of(merge.table_schema)
-        schema = pa.schema([*base.schema, *(f for f in latest if f.name not in base.schema.names)])
+        # nullable: the base file's rows have no value for it
+        schema = pa.schema([*base.schema, *(f.with_nullable(True) for f in latest if f.name not in base.schema.names)])
     return merge_file_slice(base, read_logs(storage, piece.logs), completed=merge, rule=merge.rule,
                             as_of=merge.as_of, schema=schema)
 
