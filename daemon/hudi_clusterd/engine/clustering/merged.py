@@ -12,8 +12,9 @@ Memory: a task holds one slice's merge at a time: its base file read whole into 
 decoded (applied or not), one dictionary entry per record key found in the logs and the merged table (at most
 the base rows plus the log records), about twice the slice's decoded size at the peak: 125.6 MiB of Avro log files
 (800,000 records) over a 9.4 MiB base file of 200,000 rows peak at about 500 MiB above the worker's own RSS
-(`bench/bench_mor_vs_hudi.py`), four times the log bytes. Slices are not split and nothing spills to disk: a
-slice too large for a worker's memory fails its task. Nothing is cached between passes: each pass of the group's
+(`bench/bench_mor_vs_hudi.py`), four times the log bytes. Slices are not split and nothing spills to disk: the
+planner leaves out a slice whose merge would take more than ``hoodie.memory.merge.max.size``, and a slice too
+large for a worker's memory fails its task. Nothing is cached between passes: each pass of the group's
 job over its rows (the count, the layout's sample and runs, or the sort) merges the slice again.
 """
 
