@@ -258,6 +258,11 @@ class ClusteringPlan:
     def input_bytes(self) -> int:
         return sum(g.input_bytes for g in self.input_groups)
 
+    @property
+    def reads_log_files(self) -> bool:
+        """Whether any slice has log files (read merged with its base file)."""
+        return any(s.delta_file_paths for g in self.input_groups for s in g.slices)
+
     def to_avro(self) -> dict[str, Any]:
         return {
             "inputGroups": [g.to_avro() for g in self.input_groups],

@@ -124,11 +124,6 @@ def group_inputs(snapshot: TableSnapshot, plan: ClusteringPlan) -> list[list[Bas
     return out
 
 
-def plan_has_logs(plan: ClusteringPlan) -> bool:
-    """Whether any slice of ``plan`` has log files (read merged)."""
-    return any(s.delta_file_paths for g in plan.input_groups for s in g.slices)
-
-
 def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *,
             cancel: threading.Event | None = None, claim: Claim | None = None) -> ExecutionResult:
     """Execute ``pending`` (claimed here unless ``claim`` is given); see the module docstring."""
@@ -165,7 +160,7 @@ def execute(snapshot: TableSnapshot, pending: PendingPlan, executor: Executor, *
         inputs = group_inputs(snapshot, plan)
         # the instants whose log blocks the merge applies: those completed now (a write completing later that
         # touched a planned file group makes it a conflict at the commit)
-        merge = table.slice_merge(table.timeline(), instant) if plan_has_logs(plan) else None
+        merge = table.slice_merge(table.timeline(), instant) if plan.reads_log_files else None
         ran = run_groups(GroupRun(executor.runner, table.ref, instant, plan, inputs, executor.parallelism, observer,
                                   cancel, merge))
         written = ran.written
